@@ -1,0 +1,94 @@
+"""Link emulation planning and tc command generation (pure, no root)."""
+import networkx as nx
+import pytest
+
+from topologies import linkemu
+from topologies.linkemu import LinkEmuError
+
+
+def two_dc_graph(wan=dict(bandwidth_mbps=10, delay_ms=20, jitter_ms=1, loss_pct=0.5),
+                 access=dict(bandwidth_mbps=100, delay_ms=0, jitter_ms=0, loss_pct=0)):
+    """Smallest graph of the shared contract: h - s - g == g - s - h."""
+    g = nx.Graph()
+    for d in (1, 2):
+        g.add_node(f"h{d}r1w1", role="host", dc=f"dc{d}", dc_index=d, rack=1)
+        g.add_node(f"s{d}r1", role="rack_switch", dc=f"dc{d}", dc_index=d, rack=1)
+        g.add_node(f"g{d}", role="gateway", dc=f"dc{d}", dc_index=d)
+        g.add_edge(f"h{d}r1w1", f"s{d}r1", kind="access", ports={f"s{d}r1": 1}, **access)
+        g.add_edge(f"s{d}r1", f"g{d}", kind="uplink", ports={f"s{d}r1": 2, f"g{d}": 1},
+                   bandwidth_mbps=1000, delay_ms=0, jitter_ms=0, loss_pct=0)
+    g.add_edge("g1", "g2", kind="wan", ports={"g1": 2, "g2": 2}, **wan)
+    return g
+
+
+def test_choose_mode_auto_and_forced():
+    assert linkemu.choose_mode("auto", False)[0] == "userspace"
+    assert linkemu.choose_mode(None, True)[0] == "netem"
+    assert linkemu.choose_mode("userspace", True)[0] == "userspace"
+    with pytest.raises(LinkEmuError, match="no sch_netem"):
+        linkemu.choose_mode("netem", False)
+    with pytest.raises(LinkEmuError, match="unknown link emulation mode"):
+        linkemu.choose_mode("tbf", True)
+
+
+def test_userspace_plan_puts_full_one_way_delay_on_each_wan_egress():
+    p = linkemu.plan(two_dc_graph(), "userspace", seed=7)
+    assert p.switch_emu["g1"][2]["delay_ms"] == 20
+    assert p.switch_emu["g2"][2]["delay_ms"] == 20
+    assert p.switch_emu["g1"][2]["loss_pct"] == 0.5
+    assert p.switch_emu["g1"][2]["seed"] != p.switch_emu["g2"][2]["seed"]
+    # links without impairment get no emulation entry at all
+    assert 1 not in p.switch_emu.get("g1", {})
+    assert "s1r1" not in p.switch_emu
+    # every interface end is shaped with the link's rate; netem is never used
+    wan = p.intf("g1-eth2")
+    assert wan.rate_mbps == 10 and wan.netem is None
+    assert p.intf("h1r1w1-eth0").rate_mbps == 100 and p.intf("h1r1w1-eth0").is_host
+    assert len(p.intfs) == 2 * 5
+
+
+def test_userspace_access_link_delay_doubled_toward_host_with_warning():
+    g = two_dc_graph(access=dict(bandwidth_mbps=100, delay_ms=1.5, jitter_ms=0, loss_pct=1))
+    p = linkemu.plan(g, "userspace")
+    assert p.switch_emu["s1r1"][1]["delay_ms"] == 3.0
+    assert p.switch_emu["s1r1"][1]["loss_pct"] == 1
+    assert any("access link" in w for w in p.warnings)
+
+
+def test_netem_plan_puts_impairment_in_kernel_on_both_ends():
+    p = linkemu.plan(two_dc_graph(), "netem")
+    assert p.switch_emu == {}
+    for name in ("g1-eth2", "g2-eth2"):
+        assert p.intf(name).netem == linkemu.Impair(20, 1, 0.5)
+    cmds = linkemu.shape_commands(p.intf("g1-eth2"))
+    assert any("netem delay 20.0ms 1.0ms distribution normal loss 0.5%" in c for c in cmds)
+    assert any("htb rate 10000kbit" in c for c in cmds)
+
+
+def test_rates_above_mininet_cap_are_applied_not_dropped():
+    s = linkemu.IntfShape("g1", "g1-eth2", 2, False, 2500.0, 100, None)
+    cmds = linkemu.shape_commands(s)
+    assert any("rate 2500000kbit" in c for c in cmds)
+    assert "rate 500kbit" in linkemu.rate_change_command("g1-eth2", 0.5)
+    with pytest.raises(LinkEmuError, match="positive"):
+        linkemu.rate_change_command("g1-eth2", 0)
+
+
+def test_negative_values_rejected():
+    g = two_dc_graph(wan=dict(bandwidth_mbps=-5, delay_ms=20, jitter_ms=0, loss_pct=0))
+    with pytest.raises(LinkEmuError, match="bandwidth_mbps is negative"):
+        linkemu.plan(g, "userspace")
+
+
+def test_queue_is_one_bdp_with_floors():
+    assert linkemu.queue_packets(10, 0) == 64
+    # 100 Mbps x 2 x 50 ms = 1.25 MB = 826 frames of 1514 B
+    assert linkemu.queue_packets(100, 50) == 826
+    assert linkemu.queue_packets(None, 50) == 1000
+
+
+def test_parse_htb_rate():
+    text = "class htb 5:1 root leaf 10: prio 0 rate 750Kbit ceil 750Kbit burst 3027b cburst 3027b\n"
+    assert linkemu.parse_htb_rate_bps(text) == 750e3
+    assert linkemu.parse_htb_rate_bps("class htb 5:1 root prio 0 rate 12345Mbit ceil") == 12345e6
+    assert linkemu.parse_htb_rate_bps("") is None

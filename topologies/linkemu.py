@@ -1,0 +1,275 @@
+"""Link emulation: bandwidth by htb in the kernel; delay, jitter, loss by netem or in user space.
+
+Two modes, chosen once per run and recorded in the manifest:
+- ``netem``: the kernel has sch_netem. Each interface end gets htb (rate) with a netem
+  child (delay, jitter, loss), as Mininet's TCLink does.
+- ``userspace``: no netem (the case on the testbed machines). Bandwidth stays htb in the
+  kernel; delay, jitter and loss are applied by the softswitch on its egress ports
+  (its ``link_emu`` option, ``{port: dict(delay_ms, jitter_ms, loss_pct, seed)}``).
+  * switch-switch links (uplink, wan): each switch applies the full one-way delay, jitter
+    and loss on its egress into the link, so each direction is emulated exactly.
+  * host-switch links (access): a host has no softswitch, so the host->switch direction
+    cannot be delayed. The switch's egress toward the host carries the whole round trip
+    (2 x one-way delay, jitter as configured) so RTTs stay right; loss is applied once, on
+    the switch->host direction only. A warning says so whenever such a link has nonzero
+    delay or loss.
+
+htb is applied with our own tc commands, not TCLink, because Mininet silently ignores
+rates above 1000 Mbps; every rate is read back from the kernel after it is set.
+
+Pure planning functions come first; functions that run commands take a ``run`` callable
+(``run(cmd) -> str``) so the same code works in the root namespace and in hosts.
+"""
+from __future__ import annotations
+
+import math
+import re
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+MODES = ("netem", "userspace")
+HTB_HANDLE = "5"  # root qdisc handle; the single class is 5:1
+MTU_FRAME = 1514
+MIN_QUEUE_PKTS = 64
+MIN_QUEUE_RTT_S = 0.020
+
+
+class LinkEmuError(RuntimeError):
+    """A requested link setting cannot be applied."""
+
+
+# ---------------------------------------------------------------- mode selection
+
+def kernel_has_netem(run=None) -> bool:
+    """Probe netem by adding it to a scratch veth pair (deleted again)."""
+    run = run or _run_root
+    name = f"lcnp{os.getpid() % 100000}"
+    try:
+        run(f"ip link add {name}a type veth peer name {name}b")
+    except LinkEmuError:
+        return False
+    try:
+        run(f"tc qdisc add dev {name}a root netem delay 1ms")
+        return True
+    except LinkEmuError:
+        return False
+    finally:
+        try:
+            run(f"ip link del {name}a")
+        except LinkEmuError:
+            pass
+
+
+def choose_mode(requested: str | None, netem_available: bool) -> tuple[str, str]:
+    """Return (mode, reason). ``requested`` is 'auto'/None, 'netem' or 'userspace'."""
+    requested = (requested or "auto").lower()
+    if requested == "auto":
+        if netem_available:
+            return "netem", "auto: the kernel has sch_netem"
+        return "userspace", "auto: the kernel has no sch_netem; delay/jitter/loss applied by the softswitch"
+    if requested == "netem":
+        if not netem_available:
+            raise LinkEmuError(
+                "link emulation 'netem' was forced but this kernel has no sch_netem "
+                "(modprobe sch_netem, or set link_emulation: userspace or auto)")
+        return "netem", "forced in the scenario"
+    if requested == "userspace":
+        return "userspace", "forced in the scenario"
+    raise LinkEmuError(f"unknown link emulation mode {requested!r}: use auto, netem or userspace")
+
+
+# ---------------------------------------------------------------- planning (pure)
+
+@dataclass(frozen=True)
+class Impair:
+    """Delay/jitter/loss applied to one direction of a link."""
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+
+    def is_zero(self) -> bool:
+        return self.delay_ms == 0 and self.jitter_ms == 0 and self.loss_pct == 0
+
+
+@dataclass(frozen=True)
+class IntfShape:
+    """What is applied on the egress of one interface end."""
+    node: str
+    intf: str
+    port: int | None           # switch port number, None for hosts
+    is_host: bool
+    rate_mbps: float | None    # htb rate, None = unshaped
+    queue_pkts: int
+    netem: Impair | None       # netem mode only
+
+
+@dataclass
+class LinkEmuPlan:
+    mode: str
+    intfs: list[IntfShape] = field(default_factory=list)
+    # userspace mode: per switch, per egress port, the softswitch link_emu option
+    switch_emu: dict[str, dict[int, dict]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def intf(self, name: str) -> IntfShape:
+        for s in self.intfs:
+            if s.intf == name:
+                return s
+        raise KeyError(name)
+
+
+def intf_name(graph, node: str, peer: str) -> str:
+    """Interface of ``node`` on its link to ``peer``: switches use the graph's port number."""
+    ports = graph.edges[node, peer].get("ports", {})
+    if graph.nodes[node]["role"] == "host":
+        return f"{node}-eth0"
+    return f"{node}-eth{ports[node]}"
+
+
+def queue_packets(rate_mbps: float | None, delay_ms: float) -> int:
+    """One bandwidth-delay product of the link's round trip (at least 20 ms, 64 packets)."""
+    if not rate_mbps:
+        return 1000
+    rtt_s = max(2 * delay_ms / 1000.0, MIN_QUEUE_RTT_S)
+    return max(MIN_QUEUE_PKTS, math.ceil(rate_mbps * 1e6 * rtt_s / (8 * MTU_FRAME)))
+
+
+def _check_edge(u, v, d):
+    for key in ("bandwidth_mbps", "delay_ms", "jitter_ms", "loss_pct"):
+        val = d.get(key) or 0
+        if val < 0:
+            raise LinkEmuError(f"link {u}-{v}: {key} is negative ({val}); fix the scenario")
+    if (d.get("loss_pct") or 0) > 100:
+        raise LinkEmuError(f"link {u}-{v}: loss_pct {d['loss_pct']} is above 100")
+
+
+def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
+    """Decide what each interface end applies. ``graph`` is already time-dilated."""
+    if mode not in MODES:
+        raise LinkEmuError(f"unknown link emulation mode {mode!r}")
+    result = LinkEmuPlan(mode=mode)
+    for idx, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in graph.edges)):
+        d = graph.edges[u, v]
+        _check_edge(u, v, d)
+        rate = d.get("bandwidth_mbps") or None
+        imp = Impair(float(d.get("delay_ms") or 0), float(d.get("jitter_ms") or 0),
+                     float(d.get("loss_pct") or 0))
+        q = queue_packets(rate, imp.delay_ms)
+        ends = [(u, v), (v, u)]
+        host_link = any(graph.nodes[n]["role"] == "host" for n in (u, v))
+        for n, peer in ends:
+            is_host = graph.nodes[n]["role"] == "host"
+            port = None if is_host else d["ports"][n]
+            netem = imp if (mode == "netem" and not imp.is_zero()) else None
+            result.intfs.append(IntfShape(n, intf_name(graph, n, peer), port, is_host,
+                                          rate, q, netem))
+            if mode != "userspace" or is_host:
+                continue
+            if host_link:
+                eff = Impair(2 * imp.delay_ms, imp.jitter_ms, imp.loss_pct)
+            else:
+                eff = imp
+            if eff.is_zero():
+                continue
+            result.switch_emu.setdefault(n, {})[port] = dict(
+                delay_ms=eff.delay_ms, jitter_ms=eff.jitter_ms, loss_pct=eff.loss_pct,
+                seed=(seed * 1000003 + idx * 2 + (n == v)) & 0x7FFFFFFF)
+        if mode == "userspace" and host_link and (imp.delay_ms or imp.loss_pct or imp.jitter_ms):
+            result.warnings.append(
+                f"access link {u}-{v}: userspace link emulation applies its delay twice on the "
+                f"switch->host direction (RTT exact, one-way asymmetric) and its loss only on "
+                f"that direction")
+    return result
+
+
+# ---------------------------------------------------------------- tc commands (pure)
+
+def _rate_arg(rate_mbps: float) -> str:
+    # kbit keeps fractional Mbps exact to 1 kbit/s (dilated rates are often fractional)
+    return f"{max(1, round(rate_mbps * 1000))}kbit"
+
+
+def _burst_bytes(rate_mbps: float) -> int:
+    # enough tokens for one 4 ms kernel tick at this rate, and at least 2 frames, so htb
+    # neither starves at high rates nor bursts far above the rate at low ones
+    return max(2 * MTU_FRAME, math.ceil(rate_mbps * 1e6 / 8 * 0.004))
+
+
+def shape_commands(s: IntfShape) -> list[str]:
+    """tc commands that set up one interface end (run in the interface's namespace)."""
+    cmds = [f"tc qdisc del dev {s.intf} root 2>/dev/null || true"]
+    parent = "root"
+    if s.rate_mbps:
+        burst = _burst_bytes(s.rate_mbps)
+        cmds += [
+            f"tc qdisc add dev {s.intf} root handle {HTB_HANDLE}: htb default 1",
+            f"tc class add dev {s.intf} parent {HTB_HANDLE}: classid {HTB_HANDLE}:1 htb "
+            f"rate {_rate_arg(s.rate_mbps)} burst {burst} cburst {burst} quantum {MTU_FRAME * 4}",
+        ]
+        parent = f"parent {HTB_HANDLE}:1"
+    if s.netem is not None:
+        n = s.netem
+        args = f"delay {n.delay_ms}ms"
+        if n.jitter_ms:
+            args += f" {n.jitter_ms}ms distribution normal"
+        if n.loss_pct:
+            args += f" loss {n.loss_pct}%"
+        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: netem {args} limit {s.queue_pkts}")
+    elif s.rate_mbps:
+        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: pfifo limit {s.queue_pkts}")
+    return cmds
+
+
+def rate_change_command(intf: str, rate_mbps: float) -> str:
+    """Live bandwidth change of an already shaped interface (keeps its queue)."""
+    if rate_mbps <= 0:
+        raise LinkEmuError(f"{intf}: bandwidth must be positive, got {rate_mbps} Mbps")
+    burst = _burst_bytes(rate_mbps)
+    return (f"tc class change dev {intf} parent {HTB_HANDLE}: classid {HTB_HANDLE}:1 htb "
+            f"rate {_rate_arg(rate_mbps)} burst {burst} cburst {burst} quantum {MTU_FRAME * 4}")
+
+
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+
+
+def parse_htb_rate_bps(tc_text: str) -> float | None:
+    """Rate of class 5:1 in bits/s from ``tc class show dev X`` (this iproute2 has no JSON
+    for htb classes). tc prints rounded rates (e.g. 2500Mbit for 2500.5 Mbit), so callers
+    compare with a tolerance."""
+    for line in tc_text.splitlines():
+        m = re.search(rf"class htb {HTB_HANDLE}:1 .*?\brate ([0-9.]+)([KMGT]?bit)\b", line, re.I)
+        if m:
+            return float(m.group(1)) * _UNITS[m.group(2).lower()]
+    return None
+
+
+# ---------------------------------------------------------------- applying (side effects)
+
+def _run_root(cmd: str) -> str:
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise LinkEmuError(f"`{cmd}` failed: {p.stderr.strip() or p.stdout.strip()}")
+    return p.stdout
+
+
+def apply_shape(s: IntfShape, run) -> None:
+    """Apply one interface's shaping and verify the kernel took the rate."""
+    for cmd in shape_commands(s):
+        run(cmd)
+    if s.rate_mbps:
+        verify_rate(s.intf, s.rate_mbps, run)
+
+
+def verify_rate(intf: str, rate_mbps: float, run) -> None:
+    got = parse_htb_rate_bps(run(f"tc class show dev {intf}"))
+    want = rate_mbps * 1e6
+    if got is None or abs(got - want) > max(0.01 * want, 1000):
+        raise LinkEmuError(
+            f"{intf}: htb rate read back is {got} bit/s but {want:.0f} bit/s was requested; "
+            f"the kernel did not apply the bandwidth (check `tc class show dev {intf}`)")
+
+
+def change_rate(intf: str, rate_mbps: float, run) -> None:
+    run(rate_change_command(intf, rate_mbps))
+    verify_rate(intf, rate_mbps, run)
