@@ -1,0 +1,458 @@
+"""Match-action tables: the live, runtime-changeable part of a P4 table.
+
+Semantics follow BMv2 (bm_sim match units and lookup structures):
+
+* exact tables: one dict keyed by the key tuple;
+* lpm tables (one lpm key, other keys exact): one dict per prefix length,
+  searched longest first;
+* ternary / range / optional tables (lpm keys allowed among them): a scan over
+  the entries sorted by (priority, handle). **The numerically lowest priority
+  wins** (BMv2's ``EntryList::lookup`` keeps the entry with the minimum
+  priority value; on a tie the entry with the lowest handle, i.e. the one
+  first in the list, wins). simple_switch_CLI takes that number verbatim as
+  the last argument of ``table_add``. (P4Runtime uses the opposite convention;
+  its BMv2 server converts. We follow simple_switch_CLI.)
+* two entries are duplicates when their (masked) match and, for ternary-like
+  tables, their priority are equal (BMv2 ``DUPLICATE_ENTRY``).
+* entry handles are ``version << 24 | slot``: the lowest free slot is reused
+  and its version bumped on delete, as BMv2's HANDLE_SET does, so a stale
+  handle is reported as ``EXPIRED_HANDLE`` instead of silently hitting a new
+  entry.
+
+The packet path calls ``Table.lookup(key_tuple)``; it returns a tuple
+prepared when the entry (or the default action) was written, so a lookup
+allocates nothing beyond the caller's key tuple.
+"""
+from __future__ import annotations
+
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+HANDLE_VERSION_SHIFT = 24
+HANDLE_SLOT_MASK = (1 << HANDLE_VERSION_SHIFT) - 1
+DEFAULT_TABLE_SIZE = 1024   # p4c's default when a table declares no size
+
+
+class TableError(Exception):
+    """A refused table operation. ``code`` is BMv2's TableOperationErrorCode
+    name where one exists (DUPLICATE_ENTRY, TABLE_FULL, INVALID_HANDLE, ...),
+    so replies can read like simple_switch_CLI's."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ActionSpec:
+    """An action as the runtime sees it. ``fn`` is installed by the compiler;
+    what calling it means is the compiler's business."""
+    __slots__ = ("name", "params", "fn", "id")
+
+    def __init__(self, name: str, params=(), fn=None, id: int = 0):
+        self.name = name
+        self.params = [(str(n), int(w)) for n, w in params]
+        self.fn = fn
+        self.id = id
+
+    def __repr__(self):
+        return f"ActionSpec({self.name!r}, {self.params!r})"
+
+
+class KeySpec:
+    __slots__ = ("name", "match_kind", "width")
+
+    def __init__(self, name: str, match_kind: str, width: int):
+        if match_kind not in MATCH_KINDS:
+            raise ValueError(f"key {name}: match kind {match_kind!r} is not one of "
+                             f"{', '.join(MATCH_KINDS)}")
+        self.name = name
+        self.match_kind = match_kind
+        self.width = int(width)
+
+    def __repr__(self):
+        return f"KeySpec({self.name!r}, {self.match_kind!r}, {self.width})"
+
+
+class Entry:
+    """One table entry. ``match`` holds per key: exact -> value,
+    lpm -> (value, prefix_len), ternary/optional -> (value, mask),
+    range -> (lo, hi). ``packets``/``bytes`` are the direct counter,
+    ``meter`` the direct meter cell (or None)."""
+    __slots__ = ("handle", "match", "action", "args", "priority", "packets",
+                 "bytes", "meter", "result", "_checks", "_ranges")
+
+    def __init__(self, handle, match, action, args, priority, meter=None):
+        self.handle = handle
+        self.match = match
+        self.action = action
+        self.args = args
+        self.priority = priority
+        self.packets = 0
+        self.bytes = 0
+        self.meter = meter
+        self.result = (True, action, args, self)
+        self._checks = ()
+        self._ranges = ()
+
+    def __repr__(self):
+        return (f"Entry(handle={self.handle}, match={self.match!r}, "
+                f"action={self.action.name}, args={self.args!r}, priority={self.priority})")
+
+
+def _prefix_mask(width: int, plen: int) -> int:
+    return ((1 << plen) - 1) << (width - plen)
+
+
+class Table:
+    def __init__(self, name: str, keys, actions, size: int | None = None,
+                 default_action: ActionSpec | None = None, default_args=(),
+                 const_default: bool = False, const_entries: bool = False,
+                 default_only=(), table_only=(), direct_meter=None, id: int = 0):
+        self.name = name
+        self.id = id
+        self.keys = list(keys)
+        self.actions = {a.name: a for a in actions}
+        self.size = DEFAULT_TABLE_SIZE if size is None else int(size)
+        self.const_default = const_default
+        self.const_entries = const_entries
+        # @defaultonly actions cannot be table entries, @tableonly ones cannot be default
+        self.default_only = set(default_only)
+        self.table_only = set(table_only)
+        self.direct_meter = direct_meter  # state_externs.DirectMeter or None
+        kinds = [k.match_kind for k in self.keys]
+        lpm_count = kinds.count("lpm")
+        if lpm_count > 1:
+            raise ValueError(f"table {name}: more than one lpm key (BMv2 allows one)")
+        if any(k in ("ternary", "range", "optional") for k in kinds):
+            self.match_type = "range" if "range" in kinds else "ternary"
+        elif lpm_count:
+            self.match_type = "lpm"
+        else:
+            self.match_type = "exact"
+        self.needs_priority = self.match_type in ("ternary", "range")
+        self._lpm_index = kinds.index("lpm") if self.match_type == "lpm" else -1
+        if self.match_type == "exact":
+            self.lookup = self._lookup_exact
+        elif self.match_type == "lpm":
+            self.lookup = self._lookup_lpm_single if len(self.keys) == 1 else self._lookup_lpm_multi
+        else:
+            self.lookup = self._lookup_scan
+        if default_action is None:
+            default_action = ActionSpec("NoAction")
+        self.default_action = default_action
+        self.default_args = tuple(default_args)
+        self._initial_default = (default_action, self.default_args)
+        self._miss = (False, default_action, self.default_args, None)
+        self._slots: list[Entry | None] = []
+        self._versions: list[int] = []
+        self._count = 0
+        self._clear_indexes()
+
+    # ---------- packet path ----------
+    def _lookup_exact(self, key):
+        return self._exact.get(key, self._miss)
+
+    def _lookup_lpm_single(self, key):
+        v = key[0]
+        for mask, d in self._lpm_levels:
+            r = d.get(v & mask)
+            if r is not None:
+                return r
+        return self._miss
+
+    def _lookup_lpm_multi(self, key):
+        i = self._lpm_index
+        v = key[i]
+        rest = key[:i] + key[i + 1:]
+        for mask, d in self._lpm_levels:
+            r = d.get((v & mask, rest))
+            if r is not None:
+                return r
+        return self._miss
+
+    def _lookup_scan(self, key):
+        for e in self._sorted:
+            for i, v, m in e._checks:
+                if key[i] & m != v:
+                    break
+            else:
+                for i, lo, hi in e._ranges:
+                    if not lo <= key[i] <= hi:
+                        break
+                else:
+                    return e.result
+        return self._miss
+
+    # ---------- control path ----------
+    def num_entries(self) -> int:
+        return self._count
+
+    def entries(self) -> list[Entry]:
+        return sorted((e for e in self._slots if e is not None), key=lambda e: e.handle)
+
+    def get_entry(self, handle: int) -> Entry:
+        slot = handle & HANDLE_SLOT_MASK
+        if handle < 0 or slot >= len(self._slots) or self._slots[slot] is None:
+            raise TableError("INVALID_HANDLE", f"table {self.name} has no entry with handle {handle}")
+        e = self._slots[slot]
+        if e.handle != handle:
+            raise TableError("EXPIRED_HANDLE",
+                             f"handle {handle} of table {self.name} was deleted "
+                             f"(slot now holds handle {e.handle})")
+        return e
+
+    def action(self, action_name: str) -> ActionSpec:
+        a = self.actions.get(action_name)
+        if a is None:
+            raise TableError("INVALID_ACTION_NAME",
+                             f"table {self.name} has no action {action_name}; "
+                             f"its actions are: {', '.join(sorted(self.actions))}")
+        return a
+
+    def _check_args(self, action: ActionSpec, args) -> tuple:
+        args = tuple(int(a) for a in args)
+        if len(args) != len(action.params):
+            raise TableError("BAD_ACTION_DATA",
+                             f"action {action.name} needs {len(action.params)} parameters "
+                             f"({', '.join(n for n, _ in action.params) or 'none'}), got {len(args)}")
+        for (pname, width), a in zip(action.params, args):
+            if a < 0 or a >> width:
+                raise TableError("BAD_ACTION_DATA",
+                                 f"value {a} does not fit parameter {pname} of action "
+                                 f"{action.name} (bit<{width}>)")
+        return args
+
+    def _normalize_match(self, match) -> tuple:
+        """Validate per-key match data and canonicalise it (ternary values
+        masked, lpm values cut to the prefix) as BMv2 does before storing."""
+        match = tuple(match)
+        if len(match) != len(self.keys):
+            raise TableError("BAD_MATCH_KEY",
+                             f"table {self.name} has {len(self.keys)} match keys, got {len(match)}")
+        out = []
+        for k, m in zip(self.keys, match):
+            full = (1 << k.width) - 1
+
+            def fits(v, what):
+                if not isinstance(v, int) or v < 0 or v > full:
+                    raise TableError("BAD_MATCH_KEY",
+                                     f"{what} {v} of key {k.name} does not fit bit<{k.width}>")
+            if k.match_kind == "exact":
+                fits(m, "value")
+                out.append(m)
+            elif k.match_kind == "lpm":
+                v, plen = m
+                fits(v, "value")
+                if not isinstance(plen, int) or not 0 <= plen <= k.width:
+                    raise TableError("BAD_MATCH_KEY",
+                                     f"prefix length {plen} of key {k.name} is not within 0..{k.width}")
+                out.append((v & _prefix_mask(k.width, plen), plen))
+            elif k.match_kind in ("ternary", "optional"):
+                v, mask = m
+                fits(v, "value")
+                fits(mask, "mask")
+                if k.match_kind == "optional" and mask not in (0, full):
+                    raise TableError("BAD_MATCH_KEY",
+                                     f"optional key {k.name} takes a value or a wildcard, not mask {mask:#x}")
+                out.append((v & mask, mask))
+            else:  # range
+                lo, hi = m
+                fits(lo, "low bound")
+                fits(hi, "high bound")
+                if lo > hi:
+                    raise TableError("BAD_MATCH_KEY",
+                                     f"range {lo}->{hi} of key {k.name} is empty (low > high)")
+                out.append((lo, hi))
+        return tuple(out)
+
+    def _index_key(self, match):
+        """Where an entry with this (normalised) match lives in the indexes."""
+        if self.match_type == "exact":
+            return match
+        if self.match_type == "lpm":
+            i = self._lpm_index
+            v, plen = match[i]
+            rest = match[:i] + match[i + 1:]
+            return plen, (v if len(self.keys) == 1 else (v, rest))
+        return None
+
+    def _mutable(self, what: str):
+        if self.const_entries:
+            raise TableError("CONST_ENTRIES",
+                             f"table {self.name} has const entries (declared in the P4 program); "
+                             f"{what} is not allowed: change the program instead")
+
+    def add(self, match, action_name: str, args=(), priority: int | None = None) -> int:
+        self._mutable("table_add")
+        return self._add(match, action_name, args, priority)
+
+    def add_const(self, match, action_name: str, args=(), priority: int | None = None) -> int:
+        """For the compiler: install one of the program's `const entries`
+        (the table is immutable to the runtime, not to its loader)."""
+        return self._add(match, action_name, args, priority)
+
+    def _add(self, match, action_name, args, priority) -> int:
+        action = self.action(action_name)
+        if action.name in self.default_only:
+            raise TableError("INVALID_ACTION_NAME",
+                             f"action {action.name} is @defaultonly in table {self.name}: "
+                             f"use table_set_default")
+        args = self._check_args(action, args)
+        match = self._normalize_match(match)
+        if self.needs_priority:
+            if priority is None:
+                raise TableError("BAD_MATCH_KEY",
+                                 f"table {self.name} is a {self.match_type} table: an entry needs a priority "
+                                 f"(lowest number wins)")
+            if not isinstance(priority, int) or not 0 <= priority < 2 ** 31:
+                raise TableError("BAD_MATCH_KEY", f"priority {priority} is not within 0..2^31-1")
+        else:
+            priority = None
+        self._check_duplicate(match, priority)
+        if self._count >= self.size:
+            raise TableError("TABLE_FULL", f"table {self.name} is full ({self.size} entries, its declared size)")
+        slot = next((i for i, e in enumerate(self._slots) if e is None), len(self._slots))
+        if slot == len(self._slots):
+            self._slots.append(None)
+            self._versions.append(0)
+        handle = (self._versions[slot] << HANDLE_VERSION_SHIFT) | slot
+        meter = self.direct_meter.new_cell() if self.direct_meter is not None else None
+        e = Entry(handle, match, action, args, priority, meter)
+        self._slots[slot] = e
+        self._count += 1
+        self._index(e)
+        return handle
+
+    def _check_duplicate(self, match, priority):
+        if self.match_type in ("exact", "lpm"):
+            plen_key = self._index_key(match)
+            found = (self._exact.get(match) if self.match_type == "exact"
+                     else self._lpm.get(plen_key[0], {}).get(plen_key[1]))
+            if found is not None:
+                raise TableError("DUPLICATE_ENTRY",
+                                 f"table {self.name} already has an entry with this match key "
+                                 f"(handle {found[3].handle}): use table_modify")
+        else:
+            for e in self._sorted:
+                if e.match == match and e.priority == priority:
+                    raise TableError("DUPLICATE_ENTRY",
+                                     f"table {self.name} already has an entry with this match key and "
+                                     f"priority (handle {e.handle}): use table_modify")
+
+    def _index(self, e: Entry):
+        if self.match_type == "exact":
+            self._exact[e.match] = e.result
+        elif self.match_type == "lpm":
+            plen, k = self._index_key(e.match)
+            level = self._lpm.get(plen)
+            if level is None:
+                level = self._lpm[plen] = {}
+                self._rebuild_lpm_levels()
+            level[k] = e.result
+        else:
+            checks, ranges = [], []
+            for i, (k, m) in enumerate(zip(self.keys, e.match)):
+                full = (1 << k.width) - 1
+                if k.match_kind == "exact":
+                    checks.append((i, m, full))
+                elif k.match_kind == "lpm":
+                    checks.append((i, m[0], _prefix_mask(k.width, m[1])))
+                elif k.match_kind in ("ternary", "optional"):
+                    if m[1]:
+                        checks.append((i, m[0], m[1]))
+                else:
+                    if m != (0, full):
+                        ranges.append((i, m[0], m[1]))
+            e._checks = tuple(checks)
+            e._ranges = tuple(ranges)
+            self._sorted.append(e)
+            self._sorted.sort(key=lambda x: (x.priority, x.handle & HANDLE_SLOT_MASK))
+
+    def _unindex(self, e: Entry):
+        if self.match_type == "exact":
+            del self._exact[e.match]
+        elif self.match_type == "lpm":
+            plen, k = self._index_key(e.match)
+            level = self._lpm[plen]
+            del level[k]
+            if not level:
+                del self._lpm[plen]
+                self._rebuild_lpm_levels()
+        else:
+            self._sorted.remove(e)
+
+    def _rebuild_lpm_levels(self):
+        w = self.keys[self._lpm_index].width
+        self._lpm_levels = [(_prefix_mask(w, p), self._lpm[p]) for p in sorted(self._lpm, reverse=True)]
+
+    def modify(self, handle: int, action_name: str, args=()):
+        self._mutable("table_modify")
+        e = self.get_entry(handle)
+        action = self.action(action_name)
+        if action.name in self.default_only:
+            raise TableError("INVALID_ACTION_NAME",
+                             f"action {action.name} is @defaultonly in table {self.name}")
+        args = self._check_args(action, args)
+        self._unindex(e)
+        e.action, e.args = action, args
+        e.result = (True, action, args, e)
+        self._index(e)
+
+    def delete(self, handle: int):
+        self._mutable("table_delete")
+        e = self.get_entry(handle)
+        self._unindex(e)
+        slot = handle & HANDLE_SLOT_MASK
+        self._slots[slot] = None
+        self._versions[slot] = (self._versions[slot] + 1) & 0xFF
+        self._count -= 1
+
+    def _clear_indexes(self):
+        self._exact = {}
+        self._lpm = {}
+        self._lpm_levels = []
+        self._sorted = []
+
+    def clear(self):
+        self._mutable("table_clear")
+        self._drop_all()
+
+    def _drop_all(self):
+        for slot, e in enumerate(self._slots):
+            if e is not None:
+                self._versions[slot] = (self._versions[slot] + 1) & 0xFF
+        self._slots = [None] * len(self._slots)
+        self._count = 0
+        self._clear_indexes()
+
+    def set_default(self, action_name: str, args=()):
+        if self.const_default:
+            raise TableError("DEFAULT_ACTION_IS_CONST",
+                             f"table {self.name} has a const default_action "
+                             f"({self.default_action.name}); it cannot be changed at runtime")
+        action = self.action(action_name)
+        if action.name in self.table_only:
+            raise TableError("INVALID_ACTION_NAME",
+                             f"action {action.name} is @tableonly in table {self.name}: "
+                             f"it cannot be the default action")
+        args = self._check_args(action, args)
+        self.default_action, self.default_args = action, args
+        self._miss = (False, action, args, None)
+
+    def reset_default(self):
+        action, args = self._initial_default
+        self.default_action, self.default_args = action, args
+        self._miss = (False, action, args, None)
+
+    def reset(self):
+        """reset_state: runtime entries go, the program's default returns.
+        Const entries are part of the program and stay."""
+        if not self.const_entries:
+            self._drop_all()
+        else:
+            for e in self._slots:
+                if e is not None:
+                    e.packets = e.bytes = 0
+        self.reset_default()
+
+    def __repr__(self):
+        return f"Table({self.name!r}, {self.match_type}, {self._count}/{self.size} entries)"
