@@ -1,0 +1,279 @@
+"""The scenario file's schema as pydantic v2 models (extra fields are errors).
+
+Units are in field names (mbps, ms, pct, s). Checks that need the whole scenario
+(datacenter names in edges, worker counts, rate limits) live in testbed/scenario.py so
+that each error can name the exact field path.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from topologies import catalog
+
+SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina", "iperf")
+
+# Limits of this machine and of the addressing plan (docs/addressing.md).
+MIN_DATACENTERS, MAX_DATACENTERS = 2, 8
+MAX_WORKERS_TOTAL = 32
+# Mininet's TCLink/htb silently ignores rates above this (it only logs), so we reject them.
+HTB_MAX_MBPS = 1000.0
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def _tagged(choices: dict[str, type], key: str, default: str):
+    """A union chosen by the value of `key`; tags look like '<kind=x>' so that error
+    paths can drop them (see scenario._format_loc)."""
+    def pick(v: Any) -> str | None:
+        value = v.get(key, default) if isinstance(v, dict) else getattr(v, key, None)
+        return f"<{key}={value}>" if value in choices else None
+    return Annotated[Union[tuple(Annotated[cls, Tag(f"<{key}={name}>")]
+                                 for name, cls in choices.items())],
+                     Discriminator(pick, custom_error_type="unknown_choice",
+                                   custom_error_message=f"{key}: unknown value",
+                                   custom_error_context={"key": key,
+                                                         "known": ", ".join(choices)})]
+
+
+# ---------------------------------------------------------------- datacenters
+class Datacenter(Strict):
+    name: str = Field(min_length=1, max_length=32)
+    region: Optional[str] = None
+    lat: Optional[float] = Field(default=None, ge=-90, le=90)
+    lon: Optional[float] = Field(default=None, ge=-180, le=180)
+    racks: int = Field(default=1, ge=1)
+    workers_per_rack: int = Field(default=1, ge=1)
+    compute_speed: float = Field(default=1.0, gt=0)   # relative: 2.0 computes twice as fast
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, v):
+        if v is not None and v not in catalog.load_catalog().regions:
+            raise ValueError(f"unknown region {v!r} (known: {', '.join(catalog.region_ids())})")
+        return v
+
+    @model_validator(mode="after")
+    def _region_or_coordinates(self):
+        has_coords = self.lat is not None or self.lon is not None
+        if self.region is None and not has_coords:
+            raise ValueError("give a region (catalog id, e.g. aws:us-east-1) or both lat and lon")
+        if self.region is not None and has_coords:
+            raise ValueError("give either region or lat/lon, not both")
+        if self.region is None and (self.lat is None or self.lon is None):
+            raise ValueError("explicit coordinates need both lat and lon")
+        return self
+
+
+# ---------------------------------------------------------------- bandwidth schedules
+class SchedulePoint(Strict):
+    t_s: float = Field(ge=0)
+    mbps: float = Field(gt=0)
+
+
+class RandomSchedule(Strict):
+    """NetStorm-style: redraw the rate uniformly in [min_mbps, max_mbps] every every_s."""
+    min_mbps: float = Field(gt=0)
+    max_mbps: float = Field(gt=0)
+    every_s: float = Field(gt=0)
+    seed: Optional[int] = None   # default: the scenario seed
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.max_mbps < self.min_mbps:
+            raise ValueError(f"max_mbps ({self.max_mbps:g}) must be >= min_mbps ({self.min_mbps:g})")
+        return self
+
+
+def _schedule_kind(v: Any) -> str | None:
+    if isinstance(v, (list, tuple)):
+        return "<explicit>"
+    if isinstance(v, (dict, RandomSchedule)):
+        return "<random>"
+    return None
+
+
+BandwidthSchedule = Annotated[
+    Union[Annotated[list[SchedulePoint], Tag("<explicit>")],
+          Annotated[RandomSchedule, Tag("<random>")]],
+    Discriminator(_schedule_kind, custom_error_type="schedule_shape",
+                  custom_error_message="must be a list of {t_s, mbps} or a mapping "
+                                       "{min_mbps, max_mbps, every_s}")]
+
+
+# ---------------------------------------------------------------- links
+class LinkSpec(Strict):
+    bandwidth_mbps: float = Field(default=1000.0, gt=0)
+    delay_ms: float = Field(default=0.05, ge=0)
+    jitter_ms: float = Field(default=0.0, ge=0)
+    loss_pct: float = Field(default=0.0, ge=0, le=100)
+
+
+class WanLink(Strict):
+    bandwidth_mbps: float = Field(default=100.0, gt=0)
+    delay_ms: Optional[float] = Field(default=None, ge=0)   # None: catalog RTT / 2
+    jitter_ms: float = Field(default=0.0, ge=0)
+    loss_pct: float = Field(default=0.0, ge=0, le=100)
+
+
+class WanEdge(Strict):
+    """An edge between two datacenters (by name). With topology 'edges' these define the
+    WAN; otherwise each one overrides the default on an edge of the topology."""
+    a: str
+    b: str
+    bandwidth_mbps: Optional[float] = Field(default=None, gt=0)
+    delay_ms: Optional[float] = Field(default=None, ge=0)
+    jitter_ms: Optional[float] = Field(default=None, ge=0)
+    loss_pct: Optional[float] = Field(default=None, ge=0, le=100)
+    bandwidth_schedule: Optional[BandwidthSchedule] = None
+
+
+class Wan(Strict):
+    topology: Literal["full-mesh", "ring", "star", "edges"] = "full-mesh"
+    hub: Optional[str] = None          # star only; default: the first datacenter
+    default: WanLink = WanLink()
+    edges: list[WanEdge] = []
+    bandwidth_schedule: Optional[BandwidthSchedule] = None   # for every WAN edge
+
+
+class IntraDc(Strict):
+    access: LinkSpec = LinkSpec()      # host - rack switch
+    uplink: LinkSpec = LinkSpec()      # rack switch - datacenter gateway
+
+
+# ---------------------------------------------------------------- switches, emulation
+class SwitchCfg(Strict):
+    backend: Literal["softswitch", "bmv2", "auto"] = "softswitch"
+    program: str = "p4/forward.p4"
+    defines: dict[str, Union[int, str]] = {}
+
+
+class LinkEmulation(Strict):
+    mode: Literal["auto", "netem", "userspace"] = "auto"
+
+
+# ---------------------------------------------------------------- workload
+class SyntheticWorkload(Strict):
+    kind: Literal["synthetic"] = "synthetic"
+    parameters: int = Field(default=65536, gt=0)   # N gradient values per iteration
+
+
+class ModelWorkload(Strict):
+    kind: Literal["model"]
+    name: Literal["logreg", "mlp"]
+    dataset: str = "synthetic"
+    batch_size: int = Field(default=32, gt=0)
+    lr: float = Field(default=0.1, gt=0)
+
+
+Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "kind", "synthetic")
+
+
+# ---------------------------------------------------------------- compute time (ms)
+class ConstantCompute(Strict):
+    model: Literal["constant"] = "constant"
+    value_ms: float = Field(default=100.0, ge=0)
+
+
+class NormalCompute(Strict):
+    model: Literal["normal"]
+    mean_ms: float = Field(gt=0)
+    std_ms: float = Field(ge=0)
+
+
+class ShiftedExpCompute(Strict):
+    """shift_ms + Exponential(mean = scale_ms)."""
+    model: Literal["shifted_exp"]
+    shift_ms: float = Field(ge=0)
+    scale_ms: float = Field(gt=0)
+
+
+class ParetoCompute(Strict):
+    """Pareto with minimum scale_ms and tail index shape (heavier tail when smaller)."""
+    model: Literal["pareto"]
+    scale_ms: float = Field(gt=0)
+    shape: float = Field(gt=0)
+
+
+ComputeTime = _tagged({"constant": ConstantCompute, "normal": NormalCompute,
+                       "shifted_exp": ShiftedExpCompute, "pareto": ParetoCompute},
+                      "model", "constant")
+
+
+# ---------------------------------------------------------------- stragglers
+class PersistentStraggler(Strict):
+    """A slow worker (global index, or host id like h1r1w2) or a whole datacenter (by name)."""
+    worker: Optional[Union[int, str]] = None
+    dc: Optional[str] = None
+    factor: float = Field(ge=1)      # compute time multiplier
+
+    @model_validator(mode="after")
+    def _one_target(self):
+        if (self.worker is None) == (self.dc is None):
+            raise ValueError("give exactly one of worker or dc")
+        return self
+
+
+class TransientStragglers(Strict):
+    """Each iteration each worker straggles with this probability, by a drawn factor."""
+    probability: float = Field(ge=0, le=1)
+    distribution: Literal["constant", "uniform", "pareto"] = "constant"
+    factor: float = Field(default=2.0, ge=1)        # constant
+    low: Optional[float] = Field(default=None, ge=1)    # uniform
+    high: Optional[float] = Field(default=None, ge=1)   # uniform
+    shape: Optional[float] = Field(default=None, gt=0)  # pareto (minimum is `factor`)
+
+    @model_validator(mode="after")
+    def _params(self):
+        if self.distribution == "uniform":
+            if self.low is None or self.high is None:
+                raise ValueError("distribution 'uniform' needs low and high")
+            if self.high < self.low:
+                raise ValueError(f"high ({self.high:g}) must be >= low ({self.low:g})")
+        if self.distribution == "pareto" and self.shape is None:
+            raise ValueError("distribution 'pareto' needs shape")
+        return self
+
+
+class Stragglers(Strict):
+    persistent: list[PersistentStraggler] = []
+    transient: Optional[TransientStragglers] = None
+
+
+class Output(Strict):
+    folder: str = "results"
+
+
+# ---------------------------------------------------------------- the scenario
+class Scenario(Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: int = 0
+    time_dilation: float = Field(default=1.0, ge=1)
+    datacenters: list[Datacenter]
+    wan: Wan = Wan()
+    intra_dc: IntraDc = IntraDc()
+    switch: SwitchCfg = SwitchCfg()
+    link_emulation: LinkEmulation = LinkEmulation()
+    scheme: Literal[SCHEMES]
+    scheme_options: dict[str, Any] = {}
+    workload: Workload = SyntheticWorkload()
+    compute_time: ComputeTime = ConstantCompute()
+    stragglers: Stragglers = Stragglers()
+    iterations: Optional[int] = Field(default=None, gt=0)
+    duration_s: Optional[float] = Field(default=None, gt=0)
+    repetitions: int = Field(default=1, ge=1)
+    output: Output = Output()
+
+    @property
+    def total_workers(self) -> int:
+        return sum(dc.racks * dc.workers_per_rack for dc in self.datacenters)
+
+    def dc_index(self, name: str) -> int:
+        """1-based index of a datacenter by name (its D in node ids and addresses)."""
+        for i, dc in enumerate(self.datacenters, start=1):
+            if dc.name == name:
+                return i
+        raise KeyError(name)
