@@ -435,6 +435,8 @@ class SwitchState:
         self.counters = NameIndex("counter", {c.name: c for c in counters})
         self.meters = NameIndex("meter", {m.name: m for m in meters})
         acts = {a.name: a for t in self.tables.values() for a in t.actions.values()}
+        for t in self.tables.values():
+            acts.setdefault(t.default_action.name, t.default_action)
         acts.update({a.name: a for a in actions})
         self.actions = NameIndex("action", acts)
         self.pre = PRE()
@@ -442,7 +444,7 @@ class SwitchState:
 
     def add_table(self, t: Table):
         self.tables[t.name] = t
-        for a in t.actions.values():
+        for a in list(t.actions.values()) + [t.default_action]:
             self.actions.setdefault(a.name, a)
 
     def table(self, name: str) -> Table:
