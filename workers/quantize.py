@@ -1,0 +1,80 @@
+"""float32 gradients <-> int32 values that switches can add without overflow.
+
+A value x is sent as q = round(x * 2**e) with a shared exponent e. Every worker
+of a job uses the same e for the same block (agreed out of band: a configured
+clipping bound, or the previous iteration's aggregated max), so the switch can
+add integers and the result dequantizes with the same e.
+
+e is the largest exponent for which n_workers values of magnitude <= max_abs
+cannot overflow int32 when summed: n * max|q| <= 2**31 - 1. Values beyond the
+agreed max_abs are clipped (saturated) and reported, so the OVERFLOW flag can
+tell the receivers that the sum is clipped rather than silently wrong.
+
+Error: each worker's rounding error is at most 2**-(e+1) per element, so the
+aggregated sum is within n * 2**-(e+1) of the exact sum of the float inputs
+(`sum_error_bound`). Pure functions, numpy only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+MAX_WORKERS = 1024
+EXP_MIN, EXP_MAX = -128, 127   # the header carries e as a signed byte
+
+
+def choose_exponent(max_abs: float, n_workers: int) -> int:
+    """Largest e with n_workers * round(max_abs * 2**e) <= INT32_MAX (clamped to int8)."""
+    if not 1 <= n_workers <= MAX_WORKERS:
+        raise ValueError(f"n_workers must be in 1..{MAX_WORKERS} (got {n_workers}); "
+                         "aggregate larger jobs hierarchically in groups of at most 1024")
+    if not math.isfinite(max_abs) or max_abs < 0:
+        raise ValueError(f"max_abs must be a finite number >= 0 (got {max_abs}); "
+                         "replace NaN/inf gradients before quantizing")
+    limit = INT32_MAX // n_workers
+    if max_abs == 0:
+        return EXP_MAX if limit >= 1 else 0
+    e = math.floor(math.log2(limit / max_abs))
+    # log2 is inexact near powers of two: step down until the bound really holds.
+    while e > EXP_MIN and max_abs * 2.0**e > limit:
+        e -= 1
+    return max(EXP_MIN, min(EXP_MAX, e))
+
+
+def quantize(x: np.ndarray, exponent: int, n_workers: int) -> tuple[np.ndarray, bool]:
+    """float array -> (int32 array, saturated). Values are clipped to the per-worker limit."""
+    if not EXP_MIN <= exponent <= EXP_MAX:
+        raise ValueError(f"exponent must fit a signed byte ({EXP_MIN}..{EXP_MAX}), got {exponent}")
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("cannot quantize NaN or inf; clip or zero them first")
+    limit = INT32_MAX // n_workers
+    scaled = np.rint(np.ldexp(x, exponent))
+    saturated = bool(np.any(np.abs(scaled) > limit))
+    q = np.clip(scaled, -limit, limit).astype(np.int32)
+    return q, saturated
+
+
+def dequantize(q: np.ndarray, exponent: int) -> np.ndarray:
+    """int32 (or int64) sums -> float64 values: q * 2**-e, exact in float64."""
+    return np.ldexp(np.asarray(q, dtype=np.float64), -exponent)
+
+
+def sum_error_bound(exponent: int, n_workers: int) -> float:
+    """Max |dequantized aggregate - exact sum of the float inputs| per element, unclipped inputs."""
+    return n_workers * 2.0 ** (-exponent - 1)
+
+
+def block_exponents(x: np.ndarray, block: int, n_workers: int) -> np.ndarray:
+    """One exponent per block of `block` values from this array's own block maxima.
+
+    Workers must agree on the exponents, so in a job this runs on agreed maxima
+    (for example the elementwise max over workers of the previous iteration)."""
+    x = np.asarray(x, dtype=np.float64)
+    nblocks = -(-len(x) // block)
+    padded = np.zeros(nblocks * block)
+    padded[:len(x)] = np.abs(x)
+    maxima = padded.reshape(nblocks, block).max(axis=1)
+    return np.array([choose_exponent(float(m), n_workers) for m in maxima], dtype=np.int64)
