@@ -1,0 +1,56 @@
+"""Switch backend selection: which Mininet switch class runs the P4 program.
+
+`auto` picks bmv2 only when both simple_switch and p4c are on PATH (users with the P4
+tutorial VM or distribution packages); otherwise the softswitch. The control plane never
+asks which one was chosen: both speak the simple_switch_CLI language through
+RuntimeClient.execute().
+"""
+from __future__ import annotations
+
+import shutil
+
+BACKENDS = ("softswitch", "bmv2", "auto")
+
+
+class BackendError(RuntimeError):
+    pass
+
+
+def bmv2_missing_tools(which=shutil.which) -> list[str]:
+    missing = [] if which("simple_switch") else ["simple_switch"]
+    if not (which("p4c") or which("p4c-bm2-ss")):
+        missing.append("p4c")
+    if not which("simple_switch_CLI"):
+        missing.append("simple_switch_CLI")
+    return missing
+
+
+def choose_backend(requested: str | None, which=shutil.which) -> tuple[str, str]:
+    """(backend, reason). A forced bmv2 without its tools is an error, never a fallback."""
+    requested = requested or "auto"
+    if requested not in BACKENDS:
+        raise BackendError(f"unknown switch backend {requested!r}: use softswitch, bmv2 or auto")
+    missing = bmv2_missing_tools(which)
+    if requested == "auto":
+        if not missing:
+            return "bmv2", "auto: simple_switch and p4c are on PATH"
+        return "softswitch", f"auto: {' and '.join(missing)} not on PATH"
+    if requested == "bmv2" and missing:
+        raise BackendError(
+            f"switch backend 'bmv2' needs {', '.join(missing)} on PATH (not installable from "
+            f"Debian or PyPI here: build p4lang/behavioral-model and p4c, or use "
+            f"switch.backend: softswitch)")
+    return requested, "forced in the scenario"
+
+
+def switch_class(backend: str):
+    from softswitch.node import Bmv2Switch, SoftSwitch
+    return {"softswitch": SoftSwitch, "bmv2": Bmv2Switch}[backend]
+
+
+def client_for(backend: str, thrift_port: int):
+    """The runtime client of one switch: same execute(cmd) -> str for both backends."""
+    from softswitch import client
+    if backend == "bmv2":
+        return client.Bmv2Client(thrift_port)
+    return client.SoftswitchClient(thrift_port)

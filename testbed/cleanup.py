@@ -1,0 +1,192 @@
+"""What a run leaves behind, recorded as it is created, so a killed run can be cleaned.
+
+Every run keeps a record in STATE_DIR/<run-id>.json: its own PID, each process it started
+(PID + kernel start time, so a recycled PID is never killed), each host's network namespace
+(inode: worker processes started with `mnexec -a` outlive the host shell and keep the
+namespace alive), and its root-namespace interfaces. Teardown uses the same record as
+`python3 run.py clean`, which handles runs whose owner process is dead. The pattern sweep
+(`sweep=True`) additionally removes interfaces and Mininet shells with the testbed's node
+names that no live run claims; it never touches anything else.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+STATE_DIR = Path(os.environ.get("GDML_STATE_DIR", "/run/gdml-testbed"))
+NODE_RE = r"[a-z0-9]{0,4}?(?:h\d+r\d+w\d+|s\d+r\d+|g\d+)"
+INTF_RE = re.compile(rf"^{NODE_RE}-eth\d+$")
+SHELL_RE = re.compile(rf"mininet:{NODE_RE}$")
+
+
+# ---------------------------------------------------------------- /proc helpers
+
+def proc_start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_same_process(pid: int, start: int | None) -> bool:
+    st = proc_start_time(pid)
+    return st is not None and (start is None or st == start)
+
+
+def netns_inode(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def pids_in_netns(namespaces: set[str]) -> list[int]:
+    """Every process whose network namespace is one of ``namespaces`` ('net:[...]')."""
+    root = netns_inode(1)
+    namespaces = {n for n in namespaces if n and n != root}   # never the root namespace
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and netns_inode(int(entry)) in namespaces:
+            found.append(int(entry))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def kill_pids(pids: list[tuple[int, int | None]], grace_s: float = 2.0) -> list[int]:
+    """SIGTERM, wait up to grace_s, then SIGKILL. Returns the PIDs that were signalled."""
+    live = [(p, st) for p, st in pids if p != os.getpid() and is_same_process(p, st)]
+    for p, _ in live:
+        try:
+            os.kill(p, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(is_same_process(p, st) for p, st in live):
+        time.sleep(0.05)
+    for p, st in live:
+        if is_same_process(p, st):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p, st in live:   # reap our own children so they do not linger as zombies
+        try:
+            os.waitpid(p, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return [p for p, _ in live]
+
+
+def delete_interfaces(names) -> list[str]:
+    gone = []
+    for name in names:
+        if os.path.exists(f"/sys/class/net/{name}"):
+            subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            gone.append(name)
+    return gone
+
+
+# ---------------------------------------------------------------- the record
+
+class RunRecord:
+    def __init__(self, run_id: str, state_dir: Path | None = None):
+        self.path = (state_dir or STATE_DIR) / f"{run_id}.json"
+        self.data = {"run_id": run_id, "owner_pid": os.getpid(),
+                     "owner_start": proc_start_time(os.getpid()),
+                     "processes": [], "netns": [], "interfaces": []}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        os.replace(tmp, self.path)
+
+    def add_process(self, pid: int, what: str, save: bool = True) -> None:
+        self.data["processes"].append({"pid": pid, "start": proc_start_time(pid), "what": what})
+        if save:
+            self.save()
+
+    def add_netns(self, pid: int, save: bool = True) -> None:
+        ns = netns_inode(pid)
+        if ns and ns not in self.data["netns"] and ns != netns_inode(1):
+            self.data["netns"].append(ns)
+        if save:
+            self.save()
+
+    def add_interfaces(self, names, save: bool = True) -> None:
+        self.data["interfaces"].extend(n for n in names if n not in self.data["interfaces"])
+        if save:
+            self.save()
+
+    def remove(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def teardown_record(data: dict) -> dict:
+    """Kill everything a record names; returns what was removed."""
+    procs = [(p["pid"], p["start"]) for p in data.get("processes", [])]
+    in_ns = [(p, proc_start_time(p)) for p in pids_in_netns(set(data.get("netns", [])))]
+    killed = kill_pids(procs + in_ns)
+    # the namespaces vanish with their last process; interfaces in them go with them
+    intfs = delete_interfaces(data.get("interfaces", []))
+    return {"killed": killed, "interfaces": intfs}
+
+
+def owner_alive(data: dict) -> bool:
+    return is_same_process(data.get("owner_pid", -1), data.get("owner_start"))
+
+
+def load_records(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
+    d = state_dir or STATE_DIR
+    out = []
+    for p in sorted(d.glob("*.json")) if d.exists() else []:
+        try:
+            out.append((p, json.loads(p.read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def clean(sweep: bool = True, state_dir: Path | None = None) -> dict:
+    """Remove what dead runs left. Live runs (owner still running) are left alone."""
+    report = {"runs": [], "killed": [], "interfaces": []}
+    live_claims_intf, live_claims_pid = set(), set()
+    for path, data in load_records(state_dir):
+        if owner_alive(data):
+            live_claims_intf.update(data.get("interfaces", []))
+            live_claims_pid.update(p["pid"] for p in data.get("processes", []))
+            continue
+        r = teardown_record(data)
+        report["runs"].append(data.get("run_id"))
+        report["killed"] += r["killed"]
+        report["interfaces"] += r["interfaces"]
+        path.unlink(missing_ok=True)
+    if sweep:
+        shells = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) not in live_claims_pid:
+                if SHELL_RE.search(_cmdline(int(entry))):
+                    shells.append((int(entry), proc_start_time(int(entry))))
+        ns = {netns_inode(p) for p, _ in shells}
+        report["killed"] += kill_pids(shells + [(p, proc_start_time(p)) for p in pids_in_netns(ns)])
+        stray = [n for n in os.listdir("/sys/class/net")
+                 if INTF_RE.match(n) and n not in live_claims_intf]
+        report["interfaces"] += delete_interfaces(stray)
+    return report

@@ -1,0 +1,138 @@
+"""Health check after bring-up: every host reaches every other; each WAN edge's RTT.
+
+Reachability: every host pings all others at once (all hosts in parallel), failures are
+retried once. WAN RTT: for each WAN edge, ping between a host in each of its two
+datacenters whose route (shortest path by delay, as the control plane routes) crosses that
+edge; the measured RTT is compared with the configured path RTT (2 x the one-way delays
+on the path, after time dilation).
+"""
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+
+RTT_TOLERANCE_PCT = 5.0
+RTT_TOLERANCE_MS = 1.0
+
+_RTT_RE = re.compile(r"= ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms")
+_LOSS_RE = re.compile(r"(\d+) packets transmitted, (\d+) received")
+
+
+class HealthError(RuntimeError):
+    pass
+
+
+def parse_ping(text: str) -> dict:
+    """Summary of `ping -q` output: sent, received, rtt min/avg/max/mdev (ms)."""
+    out = {"sent": 0, "received": 0, "min_ms": None, "avg_ms": None, "max_ms": None, "mdev_ms": None}
+    m = _LOSS_RE.search(text)
+    if m:
+        out["sent"], out["received"] = int(m.group(1)), int(m.group(2))
+    m = _RTT_RE.search(text)
+    if m:
+        out["min_ms"], out["avg_ms"], out["max_ms"], out["mdev_ms"] = map(float, m.groups())
+    return out
+
+
+def path_rtt_ms(graph, src: str, dst: str) -> tuple[float, list[str]]:
+    """Configured RTT between two nodes along the delay-shortest path, and that path."""
+    path = nx.shortest_path(graph, src, dst, weight=lambda u, v, d: d.get("delay_ms") or 0)
+    one_way = sum(graph.edges[u, v].get("delay_ms") or 0 for u, v in zip(path, path[1:]))
+    return 2 * one_way, path
+
+
+def within_tolerance(measured_ms: float, expected_ms: float,
+                     pct: float = RTT_TOLERANCE_PCT, abs_ms: float = RTT_TOLERANCE_MS) -> bool:
+    return abs(measured_ms - expected_ms) <= max(expected_ms * pct / 100.0, abs_ms)
+
+
+def wan_probe_pairs(graph) -> list[dict]:
+    """For each WAN edge, the (src host, dst host) pair used to measure it."""
+    hosts_by_dc: dict[int, list[str]] = {}
+    for n, d in graph.nodes(data=True):
+        if d["role"] == "host":
+            hosts_by_dc.setdefault(d["dc_index"], []).append(n)
+    for v in hosts_by_dc.values():
+        v.sort(key=lambda n: graph.nodes[n]["worker_index"])
+    pairs = []
+    for u, v, d in sorted(graph.edges(data=True)):
+        if d.get("kind") != "wan":
+            continue
+        a, b = graph.nodes[u]["dc_index"], graph.nodes[v]["dc_index"]
+        if a not in hosts_by_dc or b not in hosts_by_dc:
+            continue
+        src, dst = hosts_by_dc[a][0], hosts_by_dc[b][0]
+        rtt, path = path_rtt_ms(graph, src, dst)
+        on_path = any({x, y} == {u, v} for x, y in zip(path, path[1:]))
+        pairs.append({"edge": f"{u}-{v}", "src": src, "dst": dst, "configured_rtt_ms": rtt,
+                      "edge_delay_ms": d.get("delay_ms"), "on_route": on_path})
+    return pairs
+
+
+def check_reachability(net, graph, timeout_s: float) -> dict:
+    """All-pairs ping; returns {'ok', 'pairs', 'failed': [(src, dst)]}."""
+    hosts = [n for n, d in graph.nodes(data=True) if d["role"] == "host"]
+    ips = {h: graph.nodes[h]["ip"] for h in hosts}
+    wait = max(1, int(round(timeout_s)))
+
+    def run_all(todo: dict[str, list[str]]) -> list[tuple[str, str]]:
+        for h, dsts in todo.items():
+            if dsts:
+                script = " ".join(
+                    f"(ping -c1 -W{wait} -q {ips[d]} >/dev/null 2>&1 && echo OK {d} || echo FAIL {d}) &"
+                    for d in dsts)
+                net[h].sendCmd(script + " wait")
+        failed = []
+        for h, dsts in todo.items():
+            if not dsts:
+                continue
+            out = net[h].waitOutput()
+            ok = set(re.findall(r"^OK (\S+)", out, re.M))
+            failed += [(h, d) for d in dsts if d not in ok]
+        return failed
+
+    failed = run_all({h: [d for d in hosts if d != h] for h in hosts})
+    if failed:   # one retry: a first packet may be lost on a lossy WAN
+        retry: dict[str, list[str]] = {}
+        for s, d in failed:
+            retry.setdefault(s, []).append(d)
+        failed = run_all(retry)
+    return {"ok": not failed, "pairs": len(hosts) * (len(hosts) - 1), "failed": failed}
+
+
+def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2) -> list[dict]:
+    results = []
+    for p in wan_probe_pairs(graph):
+        if not p["on_route"]:
+            results.append(dict(p, skipped="the edge is not on the delay-shortest route "
+                                           "between these datacenters"))
+            continue
+        wait = max(2, int(3 * p["configured_rtt_ms"] / 1000) + 1)
+        out = net[p["src"]].cmd(f"ping -q -c {count} -i {interval_s} -W {wait} "
+                                f"{graph.nodes[p['dst']]['ip']}")
+        st = parse_ping(out)
+        r = dict(p, **st)
+        if st["avg_ms"] is not None:
+            r["error_ms"] = round(st["avg_ms"] - p["configured_rtt_ms"], 3)
+            r["within_tolerance"] = within_tolerance(st["avg_ms"], p["configured_rtt_ms"])
+        else:
+            r["within_tolerance"] = False
+        results.append(r)
+    return results
+
+
+def health_check(net, graph) -> dict:
+    """Raises HealthError when some host cannot reach another; RTT deviations are warnings."""
+    max_rtt = max((path_rtt_ms(graph, p["src"], p["dst"])[0] for p in wan_probe_pairs(graph)),
+                  default=0.0)
+    reach = check_reachability(net, graph, timeout_s=max(2.0, 3 * max_rtt / 1000))
+    if not reach["ok"]:
+        shown = ", ".join(f"{s}->{d}" for s, d in reach["failed"][:8])
+        raise HealthError(f"{len(reach['failed'])} of {reach['pairs']} host pairs cannot reach "
+                          f"each other ({shown}); check the switch logs and the routes pushed")
+    rtts = measure_wan_rtts(net, graph)
+    warnings = [f"WAN {r['edge']}: measured RTT {r['avg_ms']} ms vs configured "
+                f"{r['configured_rtt_ms']:.3f} ms (path {r['src']}->{r['dst']})"
+                for r in rtts if not r.get("skipped") and not r["within_tolerance"]]
+    return {"reachability": reach, "wan_rtt": rtts, "warnings": warnings}
