@@ -60,6 +60,10 @@ def _parse_yaml(text: str, source: str) -> dict:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        ctx_mark = getattr(e, "context_mark", None)
+        if ctx_mark is not None and getattr(e, "context", None) and mark is not None \
+                and ctx_mark.line != mark.line:
+            problem += f" ({e.context} at line {ctx_mark.line + 1})"
         raise ScenarioError(source, "", f"invalid YAML{where}: {problem}") from None
     if raw is None:
         raise ScenarioError(source, "", "the file is empty; a scenario needs at least name, "
@@ -275,7 +279,7 @@ def check_scenario(scn: Scenario, source: str) -> None:
 
     n = len(scn.datacenters)
     if not MIN_DATACENTERS <= n <= MAX_DATACENTERS:
-        fail("datacenters", f"{n} datacenters given; this testbed supports "
+        fail("datacenters", f"{n} datacenter{'' if n == 1 else 's'} given; this testbed supports "
                             f"{MIN_DATACENTERS} to {MAX_DATACENTERS}")
     names = [dc.name for dc in scn.datacenters]
     for i, name in enumerate(names):

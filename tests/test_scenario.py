@@ -1,0 +1,223 @@
+"""Scenario model: good files load, bad files give one exact, actionable error."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.scenario import ScenarioError, dump_scenario, load_scenario, parse_scenario
+from testbed.validate import validate_files
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD = ROOT / "tests" / "data" / "bad_scenarios"
+SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+# file -> exact error text after "<path>: "
+BAD_CASES = {
+    "missing_name.yaml": "name: required field is missing",
+    "missing_dc_name.yaml": "datacenters.1.name: required field is missing",
+    "wrong_type_racks.yaml": "datacenters.0.racks: must be an integer (got 'two')",
+    "unit_in_value.yaml": "wan.default.bandwidth_mbps: must be a number (got '10Mbps'); "
+                          "the unit (Mbps) is in the field name, write the number alone",
+    "unit_missing_in_name.yaml": "wan.default.bandwidth: unknown field 'bandwidth' in wan.default; "
+                                 "did you mean 'bandwidth_mbps'? (units are part of field names) "
+                                 "(fields: bandwidth_mbps, delay_ms, jitter_ms, loss_pct)",
+    "negative_bandwidth.yaml": "wan.default.bandwidth_mbps: must be > 0 (got -5)",
+    "unknown_region.yaml": "datacenters.1.region: unknown region 'mars-1' (known: ibm:us-south, "
+                           "ibm:ca-tor, ibm:us-east, ibm:eu-de, ibm:eu-gb, ibm:eu-es, ibm:jp-osa, "
+                           "ibm:au-syd, ibm:jp-tok, ibm:br-sao, aws:us-east-1, aws:us-west-2, "
+                           "aws:eu-west-1, aws:eu-central-1, aws:ap-northeast-1, aws:ap-southeast-1, "
+                           "aws:ap-south-1, aws:sa-east-1, gcp:us-central1, gcp:europe-west4, "
+                           "gcp:asia-east1, azure:eastus, azure:westeurope, azure:southeastasia)",
+    "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: ps, hier-ps, ring, ina, geo-ina, iperf)",
+    "too_many_workers.yaml": "datacenters: 35 workers in total (a: 4x5, b: 3x5); at most 32 fit on "
+                             "this machine: lower racks or workers_per_rack",
+    "one_datacenter.yaml": "datacenters: 1 datacenter given; this testbed supports 2 to 8",
+    "bad_yaml.yaml": "invalid YAML at line 5, column 1: expected ',' or '}', but got '<scalar>' "
+                     "(while parsing a flow mapping at line 4)",
+    "over_htb_limit.yaml": "wan.default.bandwidth_mbps: 2500 Mbps / time_dilation 1 = 2500 Mbps "
+                           "emulated, above the 1000 Mbps Mininet's htb can apply (it would silently "
+                           "ignore it); set time_dilation >= 2.5 to emulate this rate",
+    "unknown_edge_dc.yaml": "wan.edges.0.b: unknown datacenter 'c' (datacenters: a, b)",
+    "both_iterations_and_duration.yaml": "iterations: set exactly one of iterations or duration_s (both are set)",
+    "unknown_compute_model.yaml": "compute_time.model: unknown model 'weibull' "
+                                  "(known: constant, normal, shifted_exp, pareto)",
+    "region_and_coordinates.yaml": "datacenters.0: give either region or lat/lon, not both",
+    "loss_over_100.yaml": "wan.edges.0.loss_pct: must be <= 100 (got 150)",
+    "random_schedule_reversed.yaml": "wan.bandwidth_schedule: max_mbps (50) must be >= min_mbps (100)",
+    "disconnected_edges.yaml": "wan.edges: the WAN is not connected: c, d cannot reach a; add edges",
+    "straggler_unknown_worker.yaml": "stragglers.persistent.0.worker: worker index 5 out of range "
+                                     "(workers are 0..1)",
+    "not_a_mapping.yaml": "the top level must be a mapping of fields (got list)",
+}
+
+
+def test_every_bad_file_has_a_case():
+    assert sorted(p.name for p in BAD.glob("*.yaml")) == sorted(BAD_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_bad_scenario_exact_error(name):
+    path = BAD / name
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(path)
+    msg = str(ei.value)
+    assert msg == f"{path}: {BAD_CASES[name]}"
+    assert "\n" not in msg
+    assert ei.value.source == str(path)
+
+
+GOOD = """
+name: t
+datacenters:
+  - {name: a, region: "aws:us-east-1"}
+  - {name: b, region: "aws:eu-west-1", racks: 2, workers_per_rack: 3}
+scheme: iperf
+duration_s: 5
+"""
+
+SET_CASES = [
+    ("wan.bogus=1", "--set wan.bogus=1: no field 'bogus' in wan (fields: topology, hub, default, "
+                    "edges, bandwidth_schedule)"),
+    ("bogus=1", "--set bogus=1: no field 'bogus' in the scenario (fields: name, seed, time_dilation, "
+                "datacenters, wan, intra_dc, switch, link_emulation, scheme, scheme_options, workload, "
+                "compute_time, stragglers, iterations, duration_s, repetitions, output)"),
+    ("datacenters.5.racks=2", "--set datacenters.5.racks=2: datacenters has 2 entries (indices 0..1); no index 5"),
+    ("datacenters.x.racks=2", "--set datacenters.x.racks=2: datacenters is a list: use an index, e.g. datacenters.0"),
+    ("datacenters.0.racks.x=2", "--set datacenters.0.racks.x=2: datacenters.0.racks is a value, it has no field 'x'"),
+    ("wan.default.bandwidth_mbps", "--set wan.default.bandwidth_mbps: expected key=value, e.g. "
+                                   "wan.default.bandwidth_mbps=50"),
+    ("wan.default.bandwidth_mbps=-1", "wan.default.bandwidth_mbps: must be > 0 (got -1)"),
+    ("workload.kind=model", "workload.name: required field is missing"),
+]
+
+
+@pytest.mark.parametrize("ov,expected", SET_CASES)
+def test_set_override_errors(ov, expected):
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(GOOD, "x.yaml", [ov])
+    assert str(ei.value) == f"x.yaml: {expected}"
+
+
+def test_set_overrides_apply_with_yaml_typed_values():
+    scn = parse_scenario(GOOD, "x.yaml", [
+        "datacenters.0.racks=2",
+        "wan.default.bandwidth_mbps=50",           # field absent in the file: created
+        "wan.default.jitter_ms=1.5",
+        "switch.defines.K=64",                      # free-form mapping
+        "scheme=geo-ina",
+        "workload={kind: model, name: mlp}",
+        "workload.lr=0.01",                         # resolved through the tagged union
+        "compute_time={model: pareto, scale_ms: 10, shape: 2}",
+        "compute_time.shape=3",
+        "wan.bandwidth_schedule=[{t_s: 0, mbps: 10}, {t_s: 5, mbps: 20}]",
+        "name=renamed",
+    ])
+    assert scn.datacenters[0].racks == 2
+    assert scn.wan.default.bandwidth_mbps == 50 and scn.wan.default.jitter_ms == 1.5
+    assert scn.switch.defines == {"K": 64}
+    assert scn.scheme == "geo-ina" and scn.name == "renamed"
+    assert scn.workload.kind == "model" and scn.workload.name == "mlp" and scn.workload.lr == 0.01
+    assert scn.compute_time.model == "pareto" and scn.compute_time.shape == 3
+    assert [p.mbps for p in scn.wan.bandwidth_schedule] == [10, 20]
+
+
+def test_overrides_do_not_modify_the_input():
+    raw = yaml.safe_load(GOOD)
+    from testbed.scenario import apply_overrides
+    apply_overrides(raw, ["datacenters.0.racks=3"], "x")
+    assert "racks" not in raw["datacenters"][0]
+
+
+def test_defaults():
+    scn = parse_scenario(GOOD)
+    assert scn.time_dilation == 1 and scn.seed == 0 and scn.repetitions == 1
+    assert scn.wan.topology == "full-mesh" and scn.wan.default.delay_ms is None
+    assert scn.switch.backend == "softswitch" and scn.switch.program == "p4/forward.p4"
+    assert scn.link_emulation.mode == "auto"
+    assert scn.output.folder == "results"
+    assert scn.workload.kind == "synthetic" and scn.compute_time.model == "constant"
+    assert scn.total_workers == 1 + 6
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_scenarios_load_and_round_trip(path):
+    scn = load_scenario(path)
+    text = dump_scenario(scn)
+    again = parse_scenario(text, "dump")
+    assert again == scn
+    assert dump_scenario(again) == text
+
+
+def test_quickstart_shape():
+    scn = load_scenario(ROOT / "scenarios" / "quickstart.yaml")
+    assert len(scn.datacenters) == 2 and scn.scheme == "iperf"
+    assert all(dc.racks == 1 and dc.workers_per_rack == 2 for dc in scn.datacenters)
+    assert scn.duration_s is not None and scn.duration_s < 60
+
+
+def test_time_dilation_lifts_the_htb_limit():
+    scn = parse_scenario(GOOD, "x", ["wan.default.bandwidth_mbps=2500", "time_dilation=2.5"])
+    assert scn.wan.default.bandwidth_mbps == 2500
+    with pytest.raises(ScenarioError, match="time_dilation: must be >= 1"):
+        parse_scenario(GOOD, "x", ["time_dilation=0.5"])
+
+
+def test_schedule_rates_checked_against_htb_limit():
+    with pytest.raises(ScenarioError, match=r"wan\.bandwidth_schedule\.1\.mbps: 1500 Mbps"):
+        parse_scenario(GOOD, "x", ["wan.bandwidth_schedule=[{t_s: 0, mbps: 10}, {t_s: 1, mbps: 1500}]"])
+    with pytest.raises(ScenarioError, match=r"wan\.bandwidth_schedule\.max_mbps: 1200 Mbps"):
+        parse_scenario(GOOD, "x", ["wan.bandwidth_schedule={min_mbps: 10, max_mbps: 1200, every_s: 1}"])
+
+
+def test_edge_override_must_be_in_topology():
+    text = GOOD.replace("scheme: iperf", """  - {name: c, region: "aws:ap-south-1"}
+  - {name: d, region: "aws:sa-east-1"}
+wan:
+  topology: ring
+  edges: [{a: a, b: c, bandwidth_mbps: 5}]
+scheme: iperf""")
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(text, "x")
+    assert str(ei.value) == ("x: wan.edges.0: edge a-c is not in the ring topology; "
+                             "use topology: edges to list edges explicitly")
+
+
+def test_star_hub_must_exist():
+    with pytest.raises(ScenarioError, match=r"wan\.hub: unknown datacenter 'z' \(datacenters: a, b\)"):
+        parse_scenario(GOOD, "x", ["wan.topology=star", "wan.hub=z"])
+
+
+def test_explicit_coordinates_need_both():
+    with pytest.raises(ScenarioError, match=r"datacenters\.0: explicit coordinates need both lat and lon"):
+        parse_scenario(GOOD, "x", ["datacenters.0={name: a, lat: 10}"])
+    scn = parse_scenario(GOOD, "x", ["datacenters.0={name: a, lat: 10, lon: 20}"])
+    assert scn.datacenters[0].region is None and scn.datacenters[0].lon == 20
+
+
+def test_straggler_needs_one_target():
+    with pytest.raises(ScenarioError, match=r"stragglers\.persistent\.0: give exactly one of worker or dc"):
+        parse_scenario(GOOD, "x", ["stragglers.persistent=[{factor: 2}]"])
+    with pytest.raises(ScenarioError, match=r"unknown worker 'h9r1w1'"):
+        parse_scenario(GOOD, "x", ["stragglers.persistent=[{worker: h9r1w1, factor: 2}]"])
+    scn = parse_scenario(GOOD, "x", ["stragglers.persistent=[{worker: h2r2w3, factor: 2}, {dc: a, factor: 3}]"])
+    assert len(scn.stragglers.persistent) == 2
+
+
+def test_missing_file_is_a_scenario_error(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read the file"):
+        load_scenario(tmp_path / "nope.yaml")
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "e.yaml"
+    p.write_text("")
+    with pytest.raises(ScenarioError, match="the file is empty"):
+        load_scenario(p)
+
+
+def test_validate_files_reports_each_file():
+    good = ROOT / "scenarios" / "quickstart.yaml"
+    bad = BAD / "negative_bandwidth.yaml"
+    out = validate_files([good, bad])
+    assert out[0] == (str(good), None)
+    assert out[1] == (str(bad), f"{bad}: {BAD_CASES['negative_bandwidth.yaml']}")
