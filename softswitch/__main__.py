@@ -219,7 +219,7 @@ def _load_switch(args, defines):
 def _start_control_server(switch, port: int):
     from softswitch.runtime import RuntimeAPI
     from softswitch.server import ControlServer
-    return ControlServer(RuntimeAPI(switch.state), port)
+    return ControlServer(RuntimeAPI(switch.state), port, log=log.info)
 
 
 def main(argv=None) -> int:
@@ -260,9 +260,8 @@ def main(argv=None) -> int:
         for p in ports.values():
             p.close()
         return 1
-    except OSError as e:
-        msg = (f"cannot listen on control port 127.0.0.1:{control_port}: {e.strerror}; "
-               "pick a free one with --thrift-port")
+    except OSError as e:   # the control server's message names the port and what to do
+        msg = e.strerror or str(e)
         log.error("%s", msg)
         print(f"softswitch: {msg}", file=sys.stderr)
         for p in ports.values():

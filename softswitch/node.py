@@ -1,0 +1,270 @@
+"""Mininet node classes for P4 switches: the softswitch process and BMv2's simple_switch.
+
+    net.addSwitch("s1", cls=SoftSwitch, program="p4/forward.p4", link_emu={2: {"delay_ms": 10}})
+
+Both run one process per switch in the root namespace, attached to the switch's veths by
+name with `-i PORT@IFNAME` (port numbers are Mininet's), and controlled on a localhost TCP
+port. start() waits until the process serves its control port and, if it dies or never
+gets there, raises SwitchStartError with the tail of its log: the most common complaint
+about P4 Mininet tools is a switch that "did not start" without saying why.
+stop() sends SIGTERM to that PID only, then SIGKILL after a timeout.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from mininet.node import Switch
+
+from softswitch.linkem import LinkEmuConfig, format_link_emu_spec
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOG_TAIL_LINES = 25
+
+
+class SwitchStartError(RuntimeError):
+    """A switch process failed to start; the message carries the tail of its log."""
+
+
+def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:]).rstrip()
+    except OSError:
+        return f"(no log at {path})"
+
+
+def free_tcp_port() -> int:
+    """A localhost port nobody listens on now (the kernel's choice), so that several
+    engineers' networks on one machine never fight over 9090 + device id."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def prepare_host(host) -> None:
+    """Offloads and IPv6 off in a Mininet host, as P4 testbeds need: the switch reads frames
+    with AF_PACKET, so checksum offload would leave it unfinished checksums and TSO/GRO would
+    hand it 64 KB super-frames; IPv6 would add router solicitations to every capture."""
+    for intf in host.intfList():
+        if intf.name == "lo":
+            continue
+        host.cmd(f"ethtool -K {intf.name} rx off tx off sg off tso off gso off gro off >/dev/null 2>&1")
+    for key in ("all", "default", "lo"):
+        host.cmd(f"sysctl -qw net.ipv6.conf.{key}.disable_ipv6=1")
+
+
+def _prepare_switch_intf(name: str) -> None:
+    subprocess.run(["ethtool", "-K", name, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
+                    "gso", "off", "gro", "off"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with open(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6", "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+
+
+class ProcessSwitch(Switch):
+    """A Mininet switch backed by one external process with a localhost control port."""
+
+    _device_ids = itertools.count(0)
+    start_timeout = 30.0
+    stop_timeout = 5.0
+
+    def __init__(self, name, program: str = "p4/forward.p4", device_id: int | None = None,
+                 thrift_port: int | None = None, log_file: str | None = None, pcap_dir: str | None = None,
+                 defines: dict | None = None, link_emu: dict | None = None, **params):
+        params.setdefault("inNamespace", False)
+        Switch.__init__(self, name, **params)
+        self.program = os.path.abspath(program)
+        self.device_id = next(self._device_ids) if device_id is None else device_id
+        self.thrift_port = thrift_port
+        self.log_file = log_file or os.path.join(tempfile.gettempdir(), f"{name}.softswitch.log")
+        self.pcap_dir = pcap_dir
+        self.defines = dict(defines or {})
+        self.link_emu = {int(p): (c if isinstance(c, LinkEmuConfig) else LinkEmuConfig(**c))
+                         for p, c in (link_emu or {}).items()}
+        self.proc: subprocess.Popen | None = None
+
+    # subclasses say how to run themselves
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def is_ready(self) -> bool:
+        return port_accepts(self.thrift_port)
+
+    def port_map(self) -> dict[int, str]:
+        return {self.ports[i]: i.name for i in self.intfList() if i.name != "lo" and i in self.ports}
+
+    def start(self, controllers=None) -> None:
+        if self.thrift_port is None:
+            self.thrift_port = free_tcp_port()
+        unknown = sorted(set(self.link_emu) - set(self.port_map()))
+        if unknown:
+            raise SwitchStartError(f"{self.name}: link_emu names port(s) {unknown} that have no interface; "
+                                   f"ports are {sorted(self.port_map())}")
+        for name in self.port_map().values():
+            _prepare_switch_intf(name)
+        cmd = self.command()
+        os.makedirs(os.path.dirname(os.path.abspath(self.log_file)), exist_ok=True)
+        with open(self.log_file, "w") as log:
+            log.write(f"# {self.name}: {' '.join(cmd)}\n")
+            log.flush()
+            env = dict(os.environ)
+            env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+            # Own session: a Ctrl-C in the terminal reaches the test runner, which then stops
+            # the switch by PID in order, instead of every switch dying mid-teardown.
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, cwd=REPO_ROOT, start_new_session=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SwitchStartError(
+                    f"{self.name}: switch process exited with code {self.proc.returncode} before serving "
+                    f"its control port {self.thrift_port}. Log {self.log_file} ends with:\n{log_tail(self.log_file)}")
+            if self.is_ready():
+                return
+            time.sleep(0.05)
+        self._terminate()
+        raise SwitchStartError(
+            f"{self.name}: switch did not serve control port {self.thrift_port} within {self.start_timeout:g} s "
+            f"(stopped it). Log {self.log_file} ends with:\n{log_tail(self.log_file)}")
+
+    def healthy(self) -> bool:
+        """The process is alive and answers on its control port."""
+        return self.proc is not None and self.proc.poll() is None and port_accepts(self.thrift_port)
+
+    def _terminate(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(self.stop_timeout)
+
+    def stop(self, deleteIntfs=True) -> None:
+        self._terminate()
+        Switch.stop(self, deleteIntfs)
+
+    @property
+    def pid_of_switch(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+
+class SoftSwitch(ProcessSwitch):
+    """The softswitch (python3 -m softswitch) as a Mininet switch.
+
+    Options: program (.p4 path), defines {NAME: VALUE}, include_dirs, device_id, thrift_port
+    (default: a free localhost port; read it back from .thrift_port), log_file, pcap_dir,
+    link_emu {port: {delay_ms, jitter_ms, loss_pct, seed, reorder, limit} or LinkEmuConfig}, trace.
+    """
+
+    def __init__(self, name, include_dirs=(), trace: bool = False, **params):
+        ProcessSwitch.__init__(self, name, **params)
+        self.include_dirs = tuple(include_dirs)
+        self.trace = trace
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "softswitch", self.program]
+        for number, ifname in sorted(self.port_map().items()):
+            cmd += ["-i", f"{number}@{ifname}"]
+        cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
+                "--log-file", self.log_file]
+        if self.pcap_dir:
+            cmd += ["--pcap", self.pcap_dir]
+        for name, value in self.defines.items():
+            cmd += ["-D", f"{name}={value}"]
+        for d in self.include_dirs:
+            cmd += ["-I", d]
+        for number, cfg in sorted(self.link_emu.items()):
+            cmd += ["--link-emu", format_link_emu_spec(number, cfg)]
+        if self.trace:
+            cmd.append("--trace")
+        return cmd
+
+    def is_ready(self) -> bool:
+        # The "ready" line carries our PID: a port answered by someone else's process
+        # must not count as our switch being up.
+        try:
+            with open(self.log_file, errors="replace") as f:
+                if f"ready: pid {self.proc.pid} " not in f.read():
+                    return False
+        except OSError:
+            return False
+        return port_accepts(self.thrift_port)
+
+
+class Bmv2Switch(ProcessSwitch):
+    """BMv2 simple_switch with the program compiled by p4c for v1model."""
+
+    def __init__(self, name, json_path: str | None = None, **params):
+        ProcessSwitch.__init__(self, name, **params)
+        if self.link_emu:
+            raise SwitchStartError(
+                f"{name}: simple_switch cannot apply user-space delay/jitter/loss (link_emu); "
+                "use the softswitch backend or a kernel with sch_netem")
+        self.json_path = json_path
+
+    @staticmethod
+    def missing_tools() -> list[str]:
+        missing = [] if shutil.which("simple_switch") else ["simple_switch"]
+        if not (shutil.which("p4c-bm2-ss") or shutil.which("p4c")):
+            missing.append("p4c")
+        return missing
+
+    def compile(self) -> str:
+        out_dir = os.path.join(tempfile.gettempdir(), f"{self.name}.bmv2")
+        os.makedirs(out_dir, exist_ok=True)
+        json_path = os.path.join(out_dir, os.path.splitext(os.path.basename(self.program))[0] + ".json")
+        defines = [f"-D{k}={v}" for k, v in self.defines.items()]
+        if shutil.which("p4c-bm2-ss"):
+            cmd = ["p4c-bm2-ss", "--p4v", "16", *defines, "-o", json_path, self.program]
+        else:
+            cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", *defines, "-o", out_dir, self.program]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0 or not os.path.exists(json_path):
+            raise SwitchStartError(f"{self.name}: p4c failed on {self.program} (exit {res.returncode}):\n"
+                                   f"{(res.stderr or res.stdout)[-3000:]}")
+        return json_path
+
+    def start(self, controllers=None) -> None:
+        missing = self.missing_tools()
+        if missing:
+            raise SwitchStartError(f"{self.name}: the bmv2 backend needs {' and '.join(missing)} on PATH "
+                                   "(BMv2/p4c are not in Debian's or PyPI's registries: install them from "
+                                   "p4lang sources or the P4 tutorial VM, or use the softswitch backend)")
+        if self.json_path is None:
+            self.json_path = self.compile()
+        ProcessSwitch.start(self, controllers)
+
+    def command(self) -> list[str]:
+        cmd = ["simple_switch"]
+        for number, ifname in sorted(self.port_map().items()):
+            cmd += ["-i", f"{number}@{ifname}"]
+        # --log-console with stdout going to our log file, as p4lang/tutorials do: one file
+        # holds both start-up errors and the switch's log.
+        cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port), "--log-console"]
+        if self.pcap_dir:
+            cmd += ["--pcap", self.pcap_dir]
+        return cmd + [self.json_path]
