@@ -57,3 +57,91 @@ def parse(data: bytes) -> AggHeader | None:
     """The AggHeader of an Ethernet frame, or None if it is not an aggregation packet."""
     pkt = Ether(data)
     return pkt[AggHeader] if AggHeader in pkt else None
+
+
+# ------------------------------------------------------------------ fast codec
+# Workers and the simulated network handle thousands of packets per second;
+# scapy is for dissection, these struct-based functions are for the data path.
+# tests/test_agg_packet.py checks that both agree byte for byte.
+import ipaddress as _ip
+import struct as _struct
+from dataclasses import dataclass as _dataclass
+
+import numpy as _np
+
+_HDR = _struct.Struct("!BBHIIBBbB")
+assert _HDR.size == AGG_HEADER_LEN
+
+
+@_dataclass(frozen=True)
+class AggFields:
+    job: int
+    flags: int
+    slot: int
+    shadow: int
+    gen: int
+    offset: int
+    sender: int
+    fan_in: int
+    exponent: int
+    values: _np.ndarray      # int32, length k
+
+
+def encode(job: int, flags: int, slot: int, gen: int, offset: int, sender: int, fan_in: int,
+           exponent: int, values) -> bytes:
+    """UDP payload of one aggregation packet; the shadow bit is derived from gen."""
+    vals = _np.asarray(values, dtype=">i4")
+    if not 0 <= slot < 2**15:
+        raise ValueError(f"slot {slot} does not fit 15 bits")
+    if gen < 1:
+        raise ValueError(f"generations start at 1 (got {gen})")
+    return _HDR.pack(job, flags, ((gen & 1) << 15) | slot, gen, offset, sender, fan_in,
+                     exponent, len(vals)) + vals.tobytes()
+
+
+def decode(payload: bytes) -> AggFields | None:
+    """UDP payload -> AggFields, or None if it is too short or its k disagrees with its length."""
+    if len(payload) < AGG_HEADER_LEN:
+        return None
+    job, flags, w, gen, offset, sender, fan_in, exponent, k = _HDR.unpack_from(payload)
+    if len(payload) < AGG_HEADER_LEN + 4 * k:
+        return None
+    vals = _np.frombuffer(payload, dtype=">i4", count=k, offset=AGG_HEADER_LEN).astype(_np.int32)
+    return AggFields(job, flags, w & 0x7FFF, w >> 15, gen, offset, sender, fan_in, exponent, vals)
+
+
+def _mac(s: str) -> bytes:
+    return bytes(int(b, 16) for b in s.split(":"))
+
+
+def _csum16(data: bytes) -> int:
+    s = sum(_struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def udp_frame(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, payload: bytes,
+              port: int = AGG_UDP_PORT, ttl: int = 64) -> bytes:
+    """Ethernet/IPv4/UDP frame around payload (IPv4 checksum set, UDP checksum 0)."""
+    ip = bytearray(_struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), 0, 0, ttl, 17, 0,
+                                _ip.IPv4Address(src_ip).packed, _ip.IPv4Address(dst_ip).packed))
+    ip[10:12] = _struct.pack("!H", _csum16(bytes(ip)))
+    udp = _struct.pack("!HHHH", port, port, 8 + len(payload), 0)
+    return _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + bytes(ip) + udp + payload
+
+
+def udp_payload(frame: bytes, port: int = AGG_UDP_PORT) -> tuple[str, str, bytes] | None:
+    """(src_ip, dst_ip, payload) of an Ethernet/IPv4/UDP frame to `port`, else None."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[14] != 0x45 or frame[23] != 17:
+        return None
+    if _struct.unpack_from("!H", frame, 36)[0] != port:
+        return None
+    total = _struct.unpack_from("!H", frame, 16)[0]
+    src = str(_ip.IPv4Address(frame[26:30]))
+    dst = str(_ip.IPv4Address(frame[30:34]))
+    return src, dst, frame[42:14 + total]
+
+
+def ipv4_checksum_ok(frame: bytes) -> bool:
+    return _csum16(frame[14:34]) == 0

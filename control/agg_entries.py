@@ -1,0 +1,108 @@
+"""Switch configuration for aggregation trees: simple_switch_CLI commands per switch.
+
+For every aggregation point hosted by a switch (docs/protocol.md, "Control plane"):
+  table_add MyIngress.agg_points MyIngress.agg_point <job> <address> =>
+            <is_root> <slot_base> <num_slots> <fan_in> <mcast_grp> <parent_addr> <my_index> <parent_fan_in>
+  mc_mgrp_create <grp>; per child: mc_node_create <rid> <port>; mc_node_associate <grp> $n<i>
+  table_add MyEgress.agg_children MyEgress.set_child <rid> => <child address> <child mac>
+  register_write MyIngress.r_gen <i> 0   for both copies of every slot of the point
+plus /32 routes toward each global aggregation address (rack and datacenter addresses
+lie inside the /24s that control/routes.py already routes to their switch).
+
+Multicast node handles are assigned by the switch, so node commands refer to them
+as `$n<i>` (the i-th mc_node_create of that switch's list); `push` substitutes the
+handles from the replies. Pure functions except `push`.
+"""
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+
+from control.agg_tree import AggTree
+from control.routes import entries_towards
+
+DEFAULT_SLOTS = 2048     # AGG_SLOTS of p4/aggregation.p4
+AGG_TABLE, AGG_ACTION = "MyIngress.agg_points", "MyIngress.agg_point"
+CHILD_TABLE, CHILD_ACTION = "MyEgress.agg_children", "MyEgress.set_child"
+GEN_REGISTER = "MyIngress.r_gen"
+FIRST_GROUP = 1
+_NODE_REF = re.compile(r"\$n(\d+)")
+_HANDLE = re.compile(r"handle (\d+)")
+
+
+def _port_toward(g: nx.Graph, switch: str, node: str) -> int:
+    nxt = node if g.has_edge(switch, node) else nx.shortest_path(g, switch, node, weight="delay_ms")[1]
+    return g.edges[switch, nxt]["ports"][switch]
+
+
+def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS,
+                    reset_registers: bool = True) -> dict[str, list[str]]:
+    """Commands per switch for all jobs' trees together (slot ranges, groups and
+    replication ids must not collide between jobs on one switch)."""
+    jobs = [t.job for t in trees]
+    if len(set(jobs)) != len(jobs):
+        raise ValueError(f"job ids must be unique, got {jobs}")
+    out: dict[str, list[str]] = {}
+    next_base: dict[str, int] = {}
+    next_group: dict[str, int] = {}
+    rids: dict[str, dict[tuple[str, str], int]] = {}
+    nodes_created: dict[str, int] = {}
+    for tree in trees:
+        for p in sorted(tree.points.values(), key=lambda p: p.id):
+            cmds = out.setdefault(p.switch, [])
+            base = next_base.get(p.switch, 0)
+            if base + tree.window > slots:
+                raise ValueError(f"switch {p.switch} has {slots} aggregation slots but its points "
+                                 f"need {base + tree.window}: lower scheme_options.window or "
+                                 "compile p4/aggregation.p4 with a larger -DAGG_SLOTS")
+            next_base[p.switch] = base + tree.window
+            grp = next_group.get(p.switch, FIRST_GROUP)
+            next_group[p.switch] = grp + 1
+            parent = tree.points[p.parent] if p.parent else None
+            cmds.append(f"table_add {AGG_TABLE} {AGG_ACTION} {p.job} {p.address} => "
+                        f"{int(p.is_root)} {base} {tree.window} {p.fan_in} {grp} "
+                        f"{parent.address if parent else '0.0.0.0'} {p.index_at_parent} "
+                        f"{parent.fan_in if parent else 0}")
+            cmds.append(f"mc_mgrp_create {grp}")
+            sw_rids = rids.setdefault(p.switch, {})
+            for c in p.children:
+                key = (c.address, c.mac)
+                if key not in sw_rids:
+                    sw_rids[key] = len(sw_rids) + 1
+                    cmds.append(f"table_add {CHILD_TABLE} {CHILD_ACTION} {sw_rids[key]} => {c.address} {c.mac}")
+                n = nodes_created.get(p.switch, 0)
+                nodes_created[p.switch] = n + 1
+                cmds.append(f"mc_node_create {sw_rids[key]} {_port_toward(g, p.switch, c.node)}")
+                cmds.append(f"mc_node_associate {grp} $n{n}")
+            if reset_registers:
+                cmds.extend(f"register_write {GEN_REGISTER} {i} 0"
+                            for i in range(2 * base, 2 * (base + tree.window)))
+    seen = set()
+    for tree in trees:
+        root = tree.points[tree.root]
+        for e in entries_towards(g, f"{root.address}/32", root.switch):
+            if (e.switch, e.prefix) not in seen:
+                seen.add((e.switch, e.prefix))
+                out.setdefault(e.switch, []).append(e.command())
+    return out
+
+
+def push(client, commands: list[str]) -> list[str]:
+    """Run commands through a runtime client (anything with execute(cmd) -> str),
+    substituting multicast node handles. Raises on the first error reply."""
+    handles: list[int] = []
+    replies = []
+    for cmd in commands:
+        line = _NODE_REF.sub(lambda m: str(handles[int(m.group(1))]), cmd)
+        reply = client.execute(line)
+        if reply.startswith("Error") or "\nError" in reply:
+            raise RuntimeError(f"switch rejected `{line}`: {reply.strip()}; check that it runs "
+                               "p4/aggregation.p4 and has room for these entries")
+        if line.startswith("mc_node_create"):
+            m = _HANDLE.search(reply)
+            if not m:
+                raise RuntimeError(f"no node handle in the reply to `{line}`: {reply.strip()}")
+            handles.append(int(m.group(1)))
+        replies.append(reply)
+    return replies

@@ -1,0 +1,184 @@
+"""Aggregation trees from the topology graph (pure functions, docs/protocol.md).
+
+geo-ina (hierarchical, L3DML-like): every rack with workers of the job aggregates at
+its rack switch (address 10.D.R.254); every datacenter other than the root's
+aggregates its racks' partial sums at its gateway (10.D.0.254); the root datacenter's
+gateway aggregates everything at the global address 10.0.0.<root D>. The root
+datacenter's racks send straight to the global point, so no switch hosts two levels
+and no packet has to be recirculated.
+
+ina (flat, SwitchML-like): one aggregation point at the root gateway; every worker
+is its child, wherever it is.
+
+The root is a scenario option; by default the datacenter whose gateway has the
+smallest total RTT to the other gateways (ties: lowest index).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from topologies import addressing as addr
+
+MAX_FAN_IN = 32          # width of the switch's bitmap register
+LEVELS = ("rack", "dc", "global")
+
+
+@dataclass(frozen=True)
+class Child:
+    node: str            # host or switch node id
+    address: str         # where results for it are sent (host IP or its aggregation address)
+    mac: str
+    point: str | None    # child aggregation point id, None for a worker
+
+
+@dataclass
+class AggPoint:
+    id: str              # "<job>:<level>:<switch>"
+    job: int
+    level: str
+    switch: str
+    address: str
+    children: list[Child] = field(default_factory=list)
+    parent: str | None = None
+    index_at_parent: int = 0
+
+    @property
+    def fan_in(self) -> int:
+        return len(self.children)
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
+
+
+@dataclass(frozen=True)
+class WorkerBinding:
+    """What a worker's client needs: where to send and its index there."""
+    host: str
+    ip: str
+    agg_address: str
+    sender: int
+    fan_in: int
+
+
+@dataclass
+class AggTree:
+    job: int
+    scheme: str
+    root: str                       # id of the root point
+    window: int                     # slots of the job at every point
+    points: dict[str, AggPoint]
+    workers: dict[str, WorkerBinding]
+
+    def point_at(self, switch: str) -> list[AggPoint]:
+        return [p for p in self.points.values() if p.switch == switch]
+
+    def depth(self) -> int:
+        """Number of aggregation levels a worker's contribution passes through."""
+        return max(self._depth_of(pid) for pid in self.points if self._is_leaf_point(pid))
+
+    def _is_leaf_point(self, pid: str) -> bool:
+        return all(c.point is None for c in self.points[pid].children)
+
+    def _depth_of(self, pid: str) -> int:
+        n = 1
+        while self.points[pid].parent is not None:
+            pid, n = self.points[pid].parent, n + 1
+        return n
+
+
+def _gateways(g: nx.Graph) -> dict[int, str]:
+    return {a["dc_index"]: n for n, a in g.nodes(data=True) if a["role"] == "gateway"}
+
+
+def _rtt_ms(g: nx.Graph, a: str, b: str) -> float:
+    return 2 * nx.shortest_path_length(g, a, b, weight="delay_ms")
+
+
+def default_root_dc(g: nx.Graph, dcs: list[int] | None = None) -> int:
+    """The datacenter (index) whose gateway has the best total RTT to the others."""
+    gws = _gateways(g)
+    dcs = sorted(dcs or gws)
+    return min(dcs, key=lambda d: (sum(_rtt_ms(g, gws[d], gws[o]) for o in dcs if o != d), d))
+
+
+def resolve_root(g: nx.Graph, root, dcs: list[int]) -> int:
+    """root: None (default rule), a dc index, or a dc name."""
+    if root is None:
+        return default_root_dc(g, dcs)
+    by_name = {a["dc"]: a["dc_index"] for _, a in g.nodes(data=True) if a["role"] == "gateway"}
+    if isinstance(root, str) and root in by_name:
+        root = by_name[root]
+    if root not in _gateways(g):
+        raise ValueError(f"aggregation root {root!r} is not a datacenter of this topology "
+                         f"(names: {sorted(by_name)}; indices: {sorted(_gateways(g))})")
+    if root not in dcs:
+        raise ValueError(f"aggregation root {root!r} has no workers of this job; pick one of {dcs}")
+    return root
+
+
+def _check_fan_in(p: AggPoint) -> None:
+    if not 1 <= p.fan_in <= MAX_FAN_IN:
+        raise ValueError(f"aggregation point {p.id} has fan-in {p.fan_in}; the switch bitmap holds "
+                         f"1..{MAX_FAN_IN} children: use scheme geo-ina or fewer workers per rack")
+
+
+def build_tree(g: nx.Graph, job: int = 1, scheme: str = "geo-ina", workers: list[str] | None = None,
+               root=None, window: int = 64) -> AggTree:
+    """The aggregation tree of one job over `workers` (default: every host)."""
+    if scheme not in ("geo-ina", "ina"):
+        raise ValueError(f"unknown aggregation scheme {scheme!r}: use 'geo-ina' or 'ina'")
+    if not 0 <= job <= 255:
+        raise ValueError(f"job id must fit a byte (0..255), got {job}")
+    hosts = sorted(workers if workers is not None else
+                   [n for n, a in g.nodes(data=True) if a["role"] == "host"],
+                   key=lambda n: g.nodes[n]["worker_index"])
+    if not hosts:
+        raise ValueError("a job needs at least one worker")
+    for h in hosts:
+        if h not in g or g.nodes[h]["role"] != "host":
+            raise ValueError(f"worker {h!r} is not a host of this topology")
+    dcs = sorted({g.nodes[h]["dc_index"] for h in hosts})
+    root_dc = resolve_root(g, root, dcs)
+    gws = _gateways(g)
+    points: dict[str, AggPoint] = {}
+
+    def new_point(level: str, switch: str, address: str) -> AggPoint:
+        p = AggPoint(f"{job}:{level}:{switch}", job, level, switch, address)
+        points[p.id] = p
+        return p
+
+    def host_child(h: str) -> Child:
+        a = g.nodes[h]
+        return Child(h, a["ip"], a["mac"], None)
+
+    def adopt(parent: AggPoint, child: AggPoint) -> None:
+        child.parent, child.index_at_parent = parent.id, parent.fan_in
+        parent.children.append(Child(child.switch, child.address, g.nodes[child.switch]["mac"], child.id))
+
+    root_pt = new_point("global", gws[root_dc], addr.global_aggregation_ip(root_dc))
+    if scheme == "ina":
+        for h in hosts:
+            root_pt.children.append(host_child(h))
+    else:
+        for d in dcs:
+            dc_pt = root_pt if d == root_dc else new_point("dc", gws[d], addr.dc_aggregation_ip(d))
+            racks = sorted({g.nodes[h]["rack"] for h in hosts if g.nodes[h]["dc_index"] == d})
+            for r in racks:
+                rack_hosts = [h for h in hosts if g.nodes[h]["dc_index"] == d and g.nodes[h]["rack"] == r]
+                sw = next(n for n in g.neighbors(rack_hosts[0]) if g.nodes[n]["role"] == "rack_switch")
+                rack_pt = new_point("rack", sw, addr.rack_aggregation_ip(d, r))
+                rack_pt.children = [host_child(h) for h in rack_hosts]
+                adopt(dc_pt, rack_pt)
+            if dc_pt is not root_pt:
+                adopt(root_pt, dc_pt)
+    for p in points.values():
+        _check_fan_in(p)
+    bindings = {}
+    for p in points.values():
+        for i, c in enumerate(p.children):
+            if c.point is None:
+                bindings[c.node] = WorkerBinding(c.node, c.address, p.address, i, p.fan_in)
+    return AggTree(job, scheme, root_pt.id, window, points, bindings)

@@ -1,0 +1,200 @@
+"""Worker side of the aggregation protocol as a sans-I/O state machine.
+
+The client never touches sockets or clocks: the driver feeds it received UDP
+payloads and the current time, and sends what it returns. So the same code runs
+over a UDP socket in a Mininet host and in a simulated network in tests.
+
+    client = InaClient(ClientConfig(job=1, agg_ip="10.1.1.254", sender=0, fan_in=2, window=8))
+    out = client.start(int32_values, now)          # -> [Send(dst_ip, payload)]
+    out = client.on_packet(payload, now)           # a result arrived
+    out = client.on_timer(now)                     # at client.next_deadline()
+    client.done, client.result()
+
+Sequencing (docs/protocol.md): chunks get consecutive sequence numbers that
+continue across calls to start(); chunk seq uses slot seq % W with generation
+seq // W + 1, so every worker of the job names the same chunk the same way.
+Chunk j may be sent once chunk j - W (same slot, previous generation) has its
+result: a slot copy is reused only after everyone below has finished with it.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workers import agg_packet as wire
+from workers.chunking import num_chunks, reassemble, split
+from workers.rtt import RttEstimator
+
+
+class AggregationFailed(RuntimeError):
+    """A chunk got no result after the allowed retransmissions."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    job: int
+    agg_ip: str            # aggregation address of this worker's aggregation point
+    sender: int            # this worker's child index there
+    fan_in: int            # number of children there
+    window: int            # slots of the job (the switches' num_slots for it)
+    k: int = 32
+    initial_rto: float = 1.0
+    min_rto: float = 0.005
+    max_rto: float = 10.0
+    max_retransmissions: int = 50
+
+    def __post_init__(self):
+        if not 1 <= self.window < 2**15:
+            raise ValueError(f"window must be 1..32767 slots (got {self.window})")
+        if not 0 <= self.sender < self.fan_in <= 32:
+            raise ValueError(f"need 0 <= sender < fan_in <= 32 (got sender {self.sender}, "
+                             f"fan_in {self.fan_in})")
+        if self.k not in (32, 64):
+            raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
+
+
+@dataclass(frozen=True)
+class Send:
+    dst_ip: str
+    payload: bytes
+
+
+@dataclass
+class ClientStats:
+    sent: int = 0               # packets, first transmissions and retransmissions
+    retransmissions: int = 0
+    results: int = 0            # useful results (one per chunk)
+    duplicate_results: int = 0  # results for chunks already done or not current
+    bad_packets: int = 0        # not decodable, wrong job, or offset mismatch
+    bytes_sent: int = 0
+    bytes_received: int = 0
+
+
+@dataclass
+class _Iteration:
+    base_seq: int
+    length: int
+    chunks: list
+    exponents: np.ndarray
+    flags: int
+    sent_at: list = field(default_factory=list)
+    retries: list = field(default_factory=list)
+    deadline: list = field(default_factory=list)
+    results: dict = field(default_factory=dict)
+    next_to_send: int = 0
+    overflow: bool = False
+
+
+class InaClient:
+    def __init__(self, cfg: ClientConfig):
+        self.cfg = cfg
+        self.rtt = RttEstimator(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        self.stats = ClientStats()
+        self.next_seq = 0
+        self._it: _Iteration | None = None
+        self._timers: list[tuple[float, int]] = []
+
+    # ------------------------------------------------------------- inputs
+    def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
+        """Begin aggregating one int32 tensor. exponent: one int, or one per chunk."""
+        if self._it is not None and not self.done:
+            raise RuntimeError("previous tensor is still being aggregated; wait for done")
+        chunks = split(values, self.cfg.k)
+        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (len(chunks),)).copy()
+        n = len(chunks)
+        self._it = _Iteration(self.next_seq, int(np.asarray(values).size), chunks, exps,
+                              wire.DATA | (wire.OVERFLOW if overflow else 0),
+                              [None] * n, [0] * n, [None] * n)
+        self.next_seq += n
+        self._timers = []
+        return self._send_ready(now)
+
+    def on_packet(self, payload: bytes, now: float) -> list[Send]:
+        self.stats.bytes_received += len(payload)
+        f = wire.decode(payload)
+        if f is None or f.job != self.cfg.job or not f.flags & wire.RESULT or len(f.values) != self.cfg.k:
+            self.stats.bad_packets += 1
+            return []
+        it = self._it
+        j = (f.gen - 1) * self.cfg.window + f.slot - (it.base_seq if it else 0)
+        if it is None or not 0 <= j < len(it.chunks) or j in it.results or it.sent_at[j] is None:
+            self.stats.duplicate_results += 1
+            return []
+        if f.offset != it.chunks[j][0]:
+            self.stats.bad_packets += 1     # a switch mixed up slots: never accept it
+            return []
+        it.results[j] = f.values
+        it.overflow |= bool(f.flags & wire.OVERFLOW)
+        self.stats.results += 1
+        if it.retries[j] == 0:              # Karn: only unambiguous samples
+            self.rtt.sample(now - it.sent_at[j])
+        return self._send_ready(now)
+
+    def on_timer(self, now: float) -> list[Send]:
+        it, out = self._it, []
+        while self._timers and self._timers[0][0] <= now:
+            deadline, j = heapq.heappop(self._timers)
+            if it is None or j in it.results or it.deadline[j] != deadline:
+                continue                    # answered or re-armed since
+            if it.retries[j] >= self.cfg.max_retransmissions:
+                raise AggregationFailed(
+                    f"job {self.cfg.job}: chunk at offset {it.chunks[j][0]} got no result after "
+                    f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
+                    "are programmed for this job (control/agg_entries.py) and routes reach it")
+            it.retries[j] += 1
+            self.stats.retransmissions += 1
+            out.append(self._transmit(j, now, wire.RETX))
+        return out
+
+    # ------------------------------------------------------------ outputs
+    def next_deadline(self) -> float | None:
+        it = self._it
+        while self._timers and (it is None or self._timers[0][1] in it.results
+                                or it.deadline[self._timers[0][1]] != self._timers[0][0]):
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    @property
+    def done(self) -> bool:
+        return self._it is not None and len(self._it.results) == len(self._it.chunks)
+
+    @property
+    def overflow(self) -> bool:
+        """Some contribution to the last tensor was clipped by quantization."""
+        return bool(self._it and self._it.overflow)
+
+    def result(self) -> np.ndarray:
+        """The aggregated int32 tensor (sum over all workers of the job)."""
+        if not self.done:
+            raise RuntimeError("aggregation not finished: keep feeding packets and timers")
+        it = self._it
+        return reassemble({it.chunks[j][0]: v for j, v in it.results.items()}, it.length, self.cfg.k)
+
+    def result_exponents(self) -> np.ndarray:
+        return self._it.exponents.copy()
+
+    # ------------------------------------------------------------ internals
+    def _send_ready(self, now: float) -> list[Send]:
+        it, w, out = self._it, self.cfg.window, []
+        while it.next_to_send < len(it.chunks) and \
+                (it.next_to_send < w or (it.next_to_send - w) in it.results):
+            out.append(self._transmit(it.next_to_send, now, 0))
+            it.next_to_send += 1
+        return out
+
+    def _transmit(self, j: int, now: float, extra_flags: int) -> Send:
+        it, cfg = self._it, self.cfg
+        seq = it.base_seq + j
+        offset, vals = it.chunks[j]
+        payload = wire.encode(cfg.job, it.flags | extra_flags, seq % cfg.window,
+                              seq // cfg.window + 1, offset, cfg.sender, cfg.fan_in,
+                              int(it.exponents[j]), vals)
+        if it.sent_at[j] is None:
+            it.sent_at[j] = now
+        it.deadline[j] = now + self.rtt.backed_off(it.retries[j])
+        heapq.heappush(self._timers, (it.deadline[j], j))
+        self.stats.sent += 1
+        self.stats.bytes_sent += len(payload)
+        return Send(cfg.agg_ip, payload)
