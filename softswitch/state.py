@@ -10,14 +10,13 @@ Semantics follow BMv2's simple_switch:
 
 * tables: see state_tables.py (lowest priority number wins, handles with
   versions, DUPLICATE_ENTRY, TABLE_FULL);
-* meters: BMv2's two-rate three-color meter (bm_sim/meters.cpp). Rates are
-  given as ``[(CIR, CBS), (PIR, PBS)]``, rate in units (packets or bytes) per
-  microsecond, burst in units, CIR <= PIR. Per packet the buckets are refilled
-  from the time origin, then checked in order: the first bucket holding fewer
-  tokens than the packet's size gives the color (committed -> YELLOW=1, peak
-  -> RED=2) and stops; buckets passed are debited. An unconfigured meter
-  returns GREEN=0. (Note: unlike RFC 2698, a yellow packet does not debit the
-  peak bucket; that is how BMv2 behaves.)
+* meters: BMv2's two-rate three-color meter (bm_sim/meters.cpp, RFC 2698).
+  Rates are given as ``[(CIR, CBS), (PIR, PBS)]``, rate in units (packets or
+  bytes) per microsecond, burst in units, CIR <= PIR. Buckets start full and
+  refill from the time origin. Per packet the peak bucket is checked first:
+  short of tokens -> RED (2), nothing debited; else it is debited and the
+  committed bucket checked: short -> YELLOW (1); else debited -> GREEN (0).
+  An unconfigured meter returns GREEN.
 * PRE: simple_pre. A group holds nodes in association order; a node holds a
   replication id and a port set; ``replicas(g)`` lists (port, rid) node by
   node, ports ascending.
@@ -149,11 +148,14 @@ class MeterCell:
         self.origin_us = None
 
     def set_rates(self, rates):
-        self.rates = [[float(r), int(b), int(b), 0] for r, b in rates]
+        (cir, cbs), (pir, pbs) = rates
+        # checked in this order: peak (miss -> red), then committed (miss -> yellow)
+        self.rates = [[float(pir), int(pbs), int(pbs), 0, RED],
+                      [float(cir), int(cbs), int(cbs), 0, YELLOW]]
         self.origin_us = None      # set by the first packet: buckets start full
 
     def get_rates(self):
-        return [] if self.rates is None else [(r[0], r[1]) for r in self.rates]
+        return [] if self.rates is None else [(r[0], r[1]) for r in reversed(self.rates)]
 
     def execute(self, amount: int, now_us: int) -> int:
         rates = self.rates
@@ -162,18 +164,17 @@ class MeterCell:
         if self.origin_us is None:
             self.origin_us = now_us
         elapsed = now_us - self.origin_us
-        color = GREEN
-        for i, r in enumerate(rates):
+        for r in rates:
+            # tokens since origin, not since last packet: no accumulated rounding (as BMv2)
             since_origin = int(elapsed * r[0])
             new = since_origin - r[3]
             if new > 0:
                 r[3] = since_origin
                 r[2] = min(r[2] + new, r[1])
             if r[2] < amount:
-                color = i + 1
-                break
+                return r[4]
             r[2] -= amount
-        return color
+        return GREEN
 
 
 def _validate_rates(kind, name, rates):

@@ -201,7 +201,16 @@ class Table:
         return e
 
     def action(self, action_name: str) -> ActionSpec:
+        """By full name or unambiguous dot-suffix ("drop" -> "MyIngress.drop")."""
         a = self.actions.get(action_name)
+        if a is not None:
+            return a
+        c = sorted(n for n in self.actions if n.endswith("." + action_name))
+        if len(c) == 1:
+            return self.actions[c[0]]
+        if c:
+            raise TableError("INVALID_ACTION_NAME",
+                             f"action name {action_name} is ambiguous in table {self.name}: {', '.join(c)}")
         if a is None:
             raise TableError("INVALID_ACTION_NAME",
                              f"table {self.name} has no action {action_name}; "
