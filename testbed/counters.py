@@ -40,10 +40,12 @@ class Source:
 class CounterSampler:
     """Background sampler; ``stop()`` flushes and closes the CSV (safe to call twice)."""
 
-    def __init__(self, path, sources: list[Source], period_s: float = 0.1):
+    def __init__(self, path, sources: list[Source], period_s: float = 0.1,
+                 load: "SwitchLoad | None" = None):
         self.path = path
         self.sources = sources
         self.period_s = period_s
+        self.load = load
         self._stop = threading.Event()
         self._thread = None
         self._file = None
@@ -75,6 +77,8 @@ class CounterSampler:
                 self.first.setdefault((node, intf), (t,) + row)
                 self.last[(node, intf)] = (t,) + row
         self.samples += 1
+        if self.load is not None:
+            self.load.observe(t, self.last)
 
     def _loop(self) -> None:
         next_t = time.monotonic()
@@ -106,6 +110,54 @@ class CounterSampler:
         return out
 
 
+class SwitchLoad:
+    """Per-second windows of each switch's CPU share and its busiest shaped egress.
+
+    switch_pids: switch -> PID of its process; shaped: switch -> {intf: rate_mbps} (a live
+    dict: the schedule driver updates rates as it changes them). A window counts as
+    switch-limited when the process used >= cpu_threshold % of a core while no shaped
+    egress of that switch ran above util_threshold of its rate.
+    """
+
+    def __init__(self, switch_pids: dict[str, int], shaped: dict[str, dict[str, float]],
+                 window_s: float = 1.0):
+        self.switch_pids = switch_pids
+        self.shaped = shaped
+        self.window_s = window_s
+        self._prev = None       # (t, {switch: cpu_s}, {intf: tx_bytes})
+        self.windows: list[tuple[float, str, float, float]] = []   # (t, switch, cpu%, util)
+
+    def observe(self, t: float, last: dict) -> None:
+        if self._prev is not None and t - self._prev[0] < self.window_s:
+            return
+        cpu = {sw: cpu_seconds(pid) for sw, pid in self.switch_pids.items()}
+        tx = {intf: row[4] for (node, intf), row in last.items()}
+        if self._prev is not None:
+            t0, cpu0, tx0 = self._prev
+            dt = t - t0
+            for sw, c in cpu.items():
+                if c is None or cpu0.get(sw) is None:
+                    continue
+                util = 0.0
+                for intf, rate in self.shaped.get(sw, {}).items():
+                    if rate and intf in tx and intf in tx0:
+                        util = max(util, 8 * (tx[intf] - tx0[intf]) / dt / (rate * 1e6))
+                self.windows.append((t, sw, 100.0 * (c - cpu0[sw]) / dt, util))
+        self._prev = (t, cpu, tx)
+
+    def peaks(self, cpu_threshold: float = 90.0, util_threshold: float = 0.8):
+        """Per switch: (peak CPU %, utilisation in that window, limited window count)."""
+        out = {}
+        for t, sw, cpu, util in self.windows:
+            peak, putil, n = out.get(sw, (0.0, 0.0, 0))
+            if cpu >= cpu_threshold and util < util_threshold:
+                n += 1
+            if cpu > peak:
+                peak, putil = cpu, util
+            out[sw] = (peak, putil, n)
+        return out
+
+
 # ---------------------------------------------------------------- analysis (pure)
 
 def rates_bps(rows: list[dict], intf: str, field: str = "tx_bytes") -> list[tuple[float, float]]:
@@ -131,23 +183,17 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def switch_limited_warnings(switch_cpu_pct: dict[str, float], egress_util: dict[str, float],
-                            switch_drops: dict[str, int], cpu_threshold: float = 90.0,
-                            util_threshold: float = 0.8) -> list[str]:
-    """Say when a switch, not the links, limited the run.
+def switch_limited_warnings(peaks: dict[str, tuple[float, float, int]], min_windows: int = 2) -> list[str]:
+    """Say when a switch's packet rate, not the links, limited the run.
 
-    switch_cpu_pct: peak 1 s CPU share of each switch process (100 = one core);
-    egress_util: per switch, the highest utilisation of its shaped egress links in that
-    window (0..1); switch_drops: packets a switch dropped for lack of capacity.
+    peaks: from SwitchLoad.peaks(): per switch (peak CPU %, egress utilisation in that
+    window, number of 1 s windows at >= 90 % CPU with every shaped egress below 80 %).
     """
     warnings = []
-    for sw in sorted(set(switch_cpu_pct) | set(switch_drops)):
-        cpu = switch_cpu_pct.get(sw, 0.0)
-        util = egress_util.get(sw, 0.0)
-        drops = switch_drops.get(sw, 0)
-        if (cpu >= cpu_threshold or drops > 0) and util < util_threshold:
+    for sw, (cpu, util, n) in sorted(peaks.items()):
+        if n >= min_windows:
             warnings.append(
-                f"switch {sw} limited the run, not the links: CPU {cpu:.0f}% of a core, "
-                f"{drops} capacity drops, busiest shaped egress at {100 * util:.0f}% of its "
-                f"rate; raise time_dilation to emulate these rates faithfully")
+                f"switch {sw} limited the run, not the links: {n} s at >= 90% of a CPU core "
+                f"(peak {cpu:.0f}%) while its shaped links ran below 80% of their rate; "
+                f"raise time_dilation so the switch can keep up with the emulated rates")
     return warnings

@@ -149,6 +149,7 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
     if mode not in MODES:
         raise LinkEmuError(f"unknown link emulation mode {mode!r}")
     result = LinkEmuPlan(mode=mode)
+    impaired_access = []
     for idx, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in graph.edges)):
         d = graph.edges[u, v]
         _check_edge(u, v, d)
@@ -176,10 +177,13 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
                 delay_ms=eff.delay_ms, jitter_ms=eff.jitter_ms, loss_pct=eff.loss_pct,
                 seed=(seed * 1000003 + idx * 2 + (n == v)) & 0x7FFFFFFF)
         if mode == "userspace" and host_link and (imp.delay_ms or imp.loss_pct or imp.jitter_ms):
-            result.warnings.append(
-                f"access link {u}-{v}: userspace link emulation applies its delay twice on the "
-                f"switch->host direction (RTT exact, one-way asymmetric) and its loss only on "
-                f"that direction")
+            impaired_access.append(f"{u}-{v}")
+    if impaired_access:
+        result.warnings.append(
+            f"{len(impaired_access)} access link(s) ({', '.join(impaired_access[:3])}"
+            f"{', ...' if len(impaired_access) > 3 else ''}) have delay/jitter/loss: userspace "
+            f"link emulation applies their delay twice on the switch->host direction (RTT "
+            f"exact, one-way asymmetric) and their loss only on that direction")
     return result
 
 

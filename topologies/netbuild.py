@@ -77,15 +77,15 @@ def _host_run(host):
 
 
 def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkemu.LinkEmuPlan,
-                  host_commands: dict[str, list[str]], on_node=None):
+                  host_commands: dict[str, list[str]], on_node=None, on_switch_started=None):
     """Create, configure and start the Mininet network; returns the started ``Mininet``.
 
     switch_params: per switch, keyword options for ``switch_cls`` (program, defines, ...);
     the userspace link emulation is added as ``link_emu``. host_commands: per host, shell
     commands (static ARP, routes) from the control plane. ``on_node(node)`` is called as
     soon as a node's process exists, so the caller can record its PID for cleanup even if
-    a later step fails. On any failure the partly built network is stopped and the error
-    re-raised.
+    a later step fails; ``on_switch_started(switch)`` after each switch process is up.
+    On any failure the partly built network is stopped and the error re-raised.
     """
     from mininet.link import Link
     from mininet.net import Mininet
@@ -112,7 +112,12 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
         net.build()
         configure_hosts(net, graph, host_commands)
         apply_link_emulation(net, emu)
-        net.start()
+        # net.start() does only this for controller-less P4 switches; done here so each
+        # switch's process is recorded as soon as it runs
+        for sw in net.switches:
+            sw.start([])
+            if on_switch_started:
+                on_switch_started(sw)
         return net
     except BaseException:
         stop_network(net)
@@ -162,8 +167,8 @@ def stop_network(net) -> None:
         net.stop()
     except Exception as e:  # keep tearing down what is left
         print(f"warning: Mininet stop raised {e!r}; cleaning up interfaces by name")
-    for link in list(getattr(net, "links", [])):
-        for intf in (link.intf1, link.intf2):
-            if not intf.node.inNamespace and os.path.exists(f"/sys/class/net/{intf.name}"):
-                subprocess.run(["ip", "link", "del", intf.name],
+    for sw in getattr(net, "switches", []):   # root-namespace ends that survived stop()
+        for name in [i.name for i in sw.intfList() if i.name != "lo"]:
+            if os.path.exists(f"/sys/class/net/{name}"):
+                subprocess.run(["ip", "link", "del", name],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

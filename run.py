@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The testbed's command line (thin: every command delegates to a package).
+
+  python3 run.py run SCENARIO [--set key=value]... [--out DIR] [--cli]
+  python3 run.py validate FILE...
+  python3 run.py clean
+  python3 run.py bench switch|topology
+  python3 run.py sweep SWEEP [--resume]        (not yet available: issue 4)
+  python3 run.py plot RESULTS [--format pdf,png]  (not yet available: issue 4)
+
+Errors are one line on stderr, no traceback (set GDML_DEBUG=1 for one).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def cmd_run(a) -> int:
+    from testbed.lifecycle import RunInterrupted, RunOptions, run_scenario
+    _need_root("run")
+    try:
+        dirs = run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli))
+    except RunInterrupted:
+        return 130
+    for d in dirs:
+        print(f"results: {d}")
+    return 0
+
+
+def cmd_validate(a) -> int:
+    from testbed.validate import main
+    return main(a.files)
+
+
+def cmd_clean(a) -> int:
+    from testbed.cleanup import clean
+    _need_root("clean")
+    r = clean(sweep=True)
+    print(f"clean: {len(r['runs'])} dead run(s), {len(r['killed'])} process(es) killed, "
+          f"{len(r['interfaces'])} interface(s) removed")
+    return 0
+
+
+def cmd_bench(a) -> int:
+    if a.what == "switch":
+        from softswitch.bench import main
+        return main(a.args) or 0
+    from bench.topology import main
+    _need_root("bench topology")
+    return main(a.args) or 0
+
+
+def cmd_not_yet(issue: int):
+    def run(a) -> int:
+        print(f"run.py {a.command}: not yet available: see issue {issue}", file=sys.stderr)
+        return 2
+    return run
+
+
+def _need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise SystemExit(f"error: `run.py {what}` needs root (network namespaces, veth, tc): "
+                         f"run it with sudo or as root")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 run.py", description="Geo-distributed ML emulation testbed")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a scenario end to end")
+    r.add_argument("scenario")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a scenario field, e.g. --set wan.default.bandwidth_mbps=50")
+    r.add_argument("--out", default=None, help="results root (default: the scenario's output.folder)")
+    r.add_argument("--cli", action="store_true", help="open Mininet's CLI after bring-up")
+    r.set_defaults(fn=cmd_run)
+    v = sub.add_parser("validate", help="check scenario files")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(fn=cmd_validate)
+    c = sub.add_parser("clean", help="remove what killed runs left behind")
+    c.set_defaults(fn=cmd_clean)
+    b = sub.add_parser("bench", help="benchmarks")
+    b.add_argument("what", choices=("switch", "topology"))
+    b.add_argument("args", nargs=argparse.REMAINDER)
+    b.set_defaults(fn=cmd_bench)
+    s = sub.add_parser("sweep", help="not yet available (issue 4)")
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    s.set_defaults(fn=cmd_not_yet(4))
+    pl = sub.add_parser("plot", help="not yet available (issue 4)")
+    pl.add_argument("rest", nargs=argparse.REMAINDER)
+    pl.set_defaults(fn=cmd_not_yet(4))
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except Exception as e:   # one line, no traceback: the message says what to do
+        if os.environ.get("GDML_DEBUG"):
+            raise
+        msg = str(e).strip().splitlines()
+        first = msg[0] if msg else type(e).__name__
+        print(f"error: {first}", file=sys.stderr)
+        if len(msg) > 1:   # e.g. a switch's log tail: keep it, it says why
+            print("\n".join(msg[1:]), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""One run of a scenario, from bring-up to teardown.
+
+    resolve -> results folder -> bring-up (Mininet, switches, link emulation)
+    -> control plane push -> health check -> [--cli] -> workload with live progress,
+       link counters and live bandwidth schedule -> collect -> teardown
+
+Teardown runs on every exit path (normal end, exception, Ctrl-C, SIGTERM/SIGHUP): the
+app's processes, every process left in the hosts' namespaces, the switches, the links and
+the hosts go, and summary.json says whether the run completed. What was started is
+recorded (testbed.cleanup) as it starts, so `python3 run.py clean` can finish the job
+after a SIGKILL.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed import apps, backends, cleanup, counters, health, results
+from testbed.dilation import dilate_graph
+from testbed.scenario import dump_scenario, load_scenario
+from topologies import linkemu, netbuild
+from topologies.graph import build_graph
+
+# Random bandwidth schedules need a horizon; a run without duration_s uses this one (s).
+DEFAULT_SCHEDULE_HORIZON_S = 3600.0
+
+
+class RunInterrupted(Exception):
+    """SIGINT/SIGTERM/SIGHUP during a run."""
+
+
+class RunError(RuntimeError):
+    pass
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    overrides: list[str] = field(default_factory=list)
+    out: str | None = None
+    cli: bool = False
+    prefix: str = ""             # node-name prefix (parallel test runs)
+    show_progress: bool = True
+    timeout_s: float | None = None   # hard limit on the workload phase (emulated s)
+
+
+# ---------------------------------------------------------------- pure helpers
+
+def host_commands(graph) -> dict[str, list[str]]:
+    from control.arp import host_arp_commands, host_route_commands
+    return {h: [f"ip {c}" for c in host_arp_commands(graph, h) + host_route_commands(graph, h)]
+            for h, d in graph.nodes(data=True) if d["role"] == "host"}
+
+
+def switch_params(graph, program: str, defines: dict, run_dir: Path) -> dict[str, dict]:
+    """Options per switch. Control ports are left to the switch class (a free localhost
+    port), so concurrent runs on one machine never collide on 9090 + device id."""
+    return {n: {"program": program, "defines": dict(defines), "device_id": d["device_id"],
+                "log_file": str(run_dir / "logs" / f"{n}.switch.log")}
+            for n, d in graph.nodes(data=True) if d["role"] != "host"}
+
+
+def wan_intfs(graph, edge) -> list[tuple[str, str]]:
+    """(switch, intf) of both ends of a WAN edge."""
+    u, v = edge
+    ports = graph.edges[u, v]["ports"]
+    return [(u, f"{u}-eth{ports[u]}"), (v, f"{v}-eth{ports[v]}")]
+
+
+# ---------------------------------------------------------------- schedule driver
+
+class ScheduleDriver(threading.Thread):
+    """Applies WAN bandwidth events (emulated seconds since start) with `tc class change`."""
+
+    def __init__(self, graph, events, shaped: dict[str, dict[str, float]], log_path: Path):
+        super().__init__(name="bandwidth-schedule", daemon=True)
+        self.graph, self.events, self.shaped, self.log_path = graph, events, shaped, log_path
+        self.stop_event = threading.Event()
+        self.applied: list[dict] = []
+        self.error: str | None = None
+        self.t0 = None
+
+    def run(self) -> None:
+        import json
+        self.t0 = time.monotonic()
+        with open(self.log_path, "a") as log:
+            for ev in self.events:
+                if self.stop_event.wait(max(0.0, self.t0 + ev.t_s - time.monotonic())):
+                    return
+                try:
+                    for sw, intf in wan_intfs(self.graph, ev.edge):
+                        linkemu.change_rate(intf, ev.mbps, linkemu._run_root)
+                        self.shaped.setdefault(sw, {})[intf] = ev.mbps
+                except linkemu.LinkEmuError as e:
+                    self.error = str(e)
+                    return
+                rec = {"t": time.monotonic(), "t_s": ev.t_s, "edge": "-".join(ev.edge), "mbps": ev.mbps}
+                self.applied.append(rec)
+                log.write(json.dumps(rec) + "\n")
+                log.flush()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.is_alive():
+            self.join(timeout=5)
+
+
+# ---------------------------------------------------------------- signals
+
+class _Signals:
+    """SIGTERM/SIGHUP become RunInterrupted like Ctrl-C; all are ignored during teardown so
+    a second Ctrl-C cannot leave half the network behind."""
+
+    SIGS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __enter__(self):
+        self.old = {s: signal.getsignal(s) for s in self.SIGS}
+        for s in self.SIGS:
+            signal.signal(s, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    def shield(self):
+        for s in self.SIGS:
+            signal.signal(s, signal.SIG_IGN)
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        return False
+
+
+# ---------------------------------------------------------------- the run
+
+def run_scenario(opts: RunOptions, log=print) -> list[Path]:
+    """All repetitions of a scenario; returns their result folders."""
+    scn = load_scenario(opts.scenario, opts.overrides)
+    return [run_once(opts, scn, rep, log) for rep in range(scn.repetitions)]
+
+
+def prepare(opts: RunOptions, scn):
+    """Everything that can fail before anything starts (no side effects but the netem probe)."""
+    app = apps.make_app(scn.scheme, scn.scheme_options)
+    backend, backend_reason = backends.choose_backend(scn.switch.backend)
+    mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem())
+    graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
+    plan = linkemu.plan(graph, mode, seed=scn.seed)
+    if backend == "bmv2" and plan.switch_emu:
+        raise RunError("the bmv2 backend cannot apply delay/jitter/loss in user space and this "
+                       "kernel has no netem: use switch.backend: softswitch")
+    return app, backend, backend_reason, mode, mode_reason, graph, plan
+
+
+def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
+    from topologies.schedule import bandwidth_events
+    from control.routes import table_commands
+
+    app, backend, backend_reason, mode, mode_reason, graph, plan = prepare(opts, scn)
+    s = scn.time_dilation
+    horizon = (scn.duration_s or DEFAULT_SCHEDULE_HORIZON_S) * s
+    events = bandwidth_events(graph, horizon_s=horizon)
+    run_id = results.new_run_id()
+    run_dir = results.create_run_dir(opts.out or scn.output.folder, scn.name, run_id)
+    (run_dir / "logs").mkdir()
+    (run_dir / "scenario.yaml").write_text(dump_scenario(scn))
+    manifest = results.manifest(
+        run_id=run_id, scenario_name=scn.name, backend=backend, backend_reason=backend_reason,
+        link_emulation=mode, link_emulation_reason=mode_reason, seed=scn.seed, time_dilation=s,
+        repetition=repetition, extra={"scenario_file": str(opts.scenario), "overrides": opts.overrides,
+                                      "node_prefix": opts.prefix})
+    results.write_json(run_dir / "manifest.json", manifest)
+    log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
+        f"time dilation {s:g}")
+    for w in plan.warnings:
+        log(f"warning: {w}")
+
+    record = cleanup.RunRecord(run_id)
+    record.data["run_dir"] = str(run_dir)
+    record.save()
+    state = {"complete": False, "reason": "not started", "health": None, "app": None,
+             "warnings": list(plan.warnings), "phase": "bring-up"}
+    t_start = time.monotonic()
+    net = sampler = driver = None
+    with _Signals() as sig:
+        try:
+            net = _bring_up(graph, backend, plan, scn, run_dir, record)
+            state["phase"] = "control plane"
+            _push_control_plane(net, graph, backend, table_commands(graph))
+            state["phase"] = "health check"
+            state["health"] = health.health_check(net, graph)
+            state["warnings"] += state["health"]["warnings"]
+            _log_health(state["health"], log)
+            if opts.cli:
+                from mininet.cli import CLI
+                log("Mininet CLI: exit it (Ctrl-D) to start the workload")
+                CLI(net)
+            state["phase"] = "workload"
+            shaped = {sw.node: {} for sw in plan.intfs if not sw.is_host}
+            for sh in plan.intfs:
+                if not sh.is_host and sh.rate_mbps:
+                    shaped[sh.node][sh.intf] = sh.rate_mbps
+            load = counters.SwitchLoad({sw.name: sw.pid_of_switch for sw in net.switches}, shaped)
+            sampler = counters.CounterSampler(run_dir / "counters.csv", _counter_sources(net, graph),
+                                              load=load).start()
+            driver = ScheduleDriver(graph, events, shaped, run_dir / "bandwidth_events.jsonl")
+            ctx = apps.RunContext(net=net, graph=graph, scenario=scn, run_dir=run_dir,
+                                  events_dir=run_dir / "events", record=record,
+                                  iterations=scn.iterations,
+                                  duration_s=scn.duration_s * s if scn.duration_s else None)
+            app.setup(ctx)
+            driver.start()
+            app.start()
+            _wait_for_app(app, ctx, opts, log)
+            state["phase"] = "collect"
+            state["app"] = app.collect()
+            errors = state["app"].get("errors") or {}
+            if driver.error:
+                raise RunError(f"bandwidth schedule: {driver.error}")
+            state["complete"] = not errors
+            state["reason"] = "finished" if not errors else f"worker errors: {errors}"
+        except RunInterrupted as e:
+            state["reason"] = f"interrupted by {e} during {state['phase']}"
+            log(f"{state['reason']}: tearing down")
+        except BaseException as e:
+            state["reason"] = f"failed during {state['phase']}: {e}"
+            raise
+        finally:
+            sig.shield()
+            _teardown(app, sampler, driver, net, record, state, log)
+            if sampler is not None:
+                state["counters"] = {"samples": sampler.samples, "totals": sampler.totals()}
+                state["switch_load"] = {sw: {"peak_cpu_pct": round(c, 1), "util_at_peak": round(u, 3),
+                                             "limited_windows": n}
+                                        for sw, (c, u, n) in sampler.load.peaks().items()}
+                state["warnings"] += counters.switch_limited_warnings(sampler.load.peaks())
+            if driver is not None:
+                state["bandwidth_changes"] = driver.applied
+            summary = results.summary(
+                complete=state["complete"], reason=state["reason"], started_monotonic=t_start,
+                app_summary=state["app"], health=state["health"], warnings=state["warnings"],
+                extra={"time_dilation": s, "counters": state.get("counters"),
+                       "switch_load": state.get("switch_load"),
+                       "bandwidth_changes": state.get("bandwidth_changes")})
+            results.write_json(run_dir / "summary.json", summary)
+            for w in state["warnings"]:
+                log(f"warning: {w}")
+            log(f"results: {run_dir} ({'complete' if state['complete'] else 'INCOMPLETE: ' + state['reason']})")
+    if not state["complete"] and state["reason"].startswith("interrupted"):
+        raise RunInterrupted(state["reason"])
+    return run_dir
+
+
+def _bring_up(graph, backend, plan, scn, run_dir, record):
+    def on_node(node):
+        record.add_process(node.pid, f"mininet shell {node.name}", save=False)
+        if node.inNamespace:
+            record.add_netns(node.pid, save=False)
+        record.save()
+
+    def on_switch_started(sw):
+        record.add_process(sw.pid_of_switch, f"switch {sw.name}")
+
+    net_intfs = [s.intf for s in plan.intfs if not s.is_host]
+    record.add_interfaces(net_intfs)
+    return netbuild.build_network(
+        graph, backends.switch_class(backend),
+        switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,
+        host_commands(graph), on_node=on_node, on_switch_started=on_switch_started)
+
+
+def _push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:
+    from softswitch.client import RuntimeCommandError
+    for sw, cmds in commands.items():
+        node = net[sw]
+        client = backends.client_for(backend, node.thrift_port)
+        try:
+            client.execute_many(cmds, check=True)
+        except RuntimeCommandError as e:
+            raise RunError(f"switch {sw} rejected a control-plane command: {e} "
+                           f"(switch log: {node.log_file})") from None
+        finally:
+            client.close()
+
+
+def _counter_sources(net, graph) -> list[counters.Source]:
+    root = {}
+    srcs = []
+    for n, d in graph.nodes(data=True):
+        node = net[n]
+        intfs = {i.name: n for i in node.intfList() if i.name != "lo"}
+        if d["role"] == "host":
+            srcs.append(counters.Source(node.pid, intfs))
+        else:
+            root.update(intfs)
+    return [counters.Source("self", root)] + srcs
+
+
+def _wait_for_app(app, ctx, opts, log) -> None:
+    from testbed.progress import ProgressView
+    limit = opts.timeout_s
+    if limit is None and ctx.duration_s:
+        limit = ctx.duration_s * 1.5 + 60
+    t0 = time.monotonic()
+    view = ProgressView(f"{ctx.scenario.name} ({app.name})", ctx.duration_s) if opts.show_progress else None
+    if view:
+        view.__enter__()
+    try:
+        while True:
+            prog = app.progress()
+            if view:
+                view.update(prog)
+            if prog and all(p.finished for p in prog):
+                return
+            if limit is not None and time.monotonic() - t0 > limit:
+                raise RunError(f"workload did not finish within {limit:.0f} s; see {ctx.run_dir}/logs")
+            time.sleep(0.25)
+    finally:
+        if view:
+            view.__exit__(None, None, None)
+
+
+def _log_health(h: dict, log) -> None:
+    r = h["reachability"]
+    log(f"health: {r['pairs']} host pairs reachable")
+    for w in h["wan_rtt"]:
+        if w.get("skipped"):
+            log(f"health: WAN {w['edge']}: {w['skipped']}")
+        else:
+            log(f"health: WAN {w['edge']} RTT {w['avg_ms']} ms (min {w['min_ms']}) vs configured "
+                f"{w['configured_rtt_ms']:.2f} ms {'ok' if w['within_tolerance'] else 'OUT OF TOLERANCE'}")
+
+
+def _teardown(app, sampler, driver, net, record, state, log) -> None:
+    """Never raises: each step runs even if an earlier one failed."""
+    steps = [("app", lambda: app.stop()),
+             ("schedule", lambda: driver and driver.stop()),
+             ("counters", lambda: sampler and sampler.stop()),
+             ("host processes", lambda: cleanup.kill_pids(
+                 [(p, cleanup.proc_start_time(p)) for p in cleanup.pids_in_netns(set(record.data["netns"]))
+                  if p not in {h.pid for h in (net.hosts if net else [])}])),
+             ("network", lambda: net and netbuild.stop_network(net)),
+             ("leftovers", lambda: cleanup.teardown_record(record.data)),
+             ("record", record.remove)]
+    for name, fn in steps:
+        try:
+            fn()
+        except Exception as e:
+            msg = f"teardown step {name} failed: {e!r}"
+            state["warnings"].append(msg)
+            log(f"warning: {msg}")

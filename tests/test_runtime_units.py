@@ -1,0 +1,165 @@
+"""Pure parts of the testbed runtime: counters, health parsing, apps, progress, results."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from testbed import apps, counters, health, progress, results
+from testbed.iperf_worker import parse_result
+from tests.test_linkemu import two_dc_graph
+
+NET_DEV = """Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+g1-eth2: 1500000    1000    0    7    0     0          0         0  3000000    2000    0    3    0     0       0          0
+"""
+
+
+def test_parse_net_dev():
+    stats = counters.parse_net_dev(NET_DEV)
+    assert stats["g1-eth2"] == (1500000, 1000, 7, 3000000, 2000, 3)
+    assert stats["lo"] == (0, 0, 0, 0, 0, 0)
+
+
+def test_sampler_reads_root_namespace(tmp_path):
+    with open("/proc/self/net/dev") as f:
+        name = next(iter(counters.parse_net_dev(f.read())))
+    s = counters.CounterSampler(tmp_path / "c.csv", [counters.Source("self", {name: "root"})],
+                                period_s=0.02).start()
+    time.sleep(0.15)
+    s.stop()
+    s.stop()   # idempotent
+    rows = counters.read_csv(tmp_path / "c.csv")
+    assert len(rows) >= 4 and rows[0]["intf"] == name
+    ts = [float(r["t_mono"]) for r in rows]
+    assert ts == sorted(ts)
+    assert all(0.01 < b - a < 0.1 for a, b in zip(ts, ts[1:]))
+
+
+def test_rates_from_rows():
+    rows = [{"t_mono": "0.0", "intf": "x", "tx_bytes": "0"},
+            {"t_mono": "0.5", "intf": "x", "tx_bytes": "62500"},
+            {"t_mono": "1.0", "intf": "x", "tx_bytes": "125000"},
+            {"t_mono": "0.5", "intf": "y", "tx_bytes": "9"}]
+    assert counters.rates_bps(rows, "x") == [(0.5, 1e6), (1.0, 1e6)]
+
+
+def test_switch_load_windows_and_warning():
+    load = counters.SwitchLoad({}, {"g1": {"g1-eth2": 10.0}})
+    # feed synthetic windows: 3 s at 97 % CPU while the 10 Mbps link carries 2 Mbps
+    load.windows = [(t, "g1", 97.0, 0.2) for t in range(3)] + [(3, "g1", 50.0, 0.9)]
+    peaks = load.peaks()
+    assert peaks["g1"] == (97.0, 0.2, 3)
+    (w,) = counters.switch_limited_warnings(peaks)
+    assert "switch g1 limited the run" in w and "time_dilation" in w
+    # a busy switch whose link is saturated is link-limited: no warning
+    load.windows = [(t, "g1", 99.0, 0.95) for t in range(5)]
+    assert counters.switch_limited_warnings(load.peaks()) == []
+
+
+def test_switch_load_observes_cpu_of_a_real_process():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        load = counters.SwitchLoad({"sw": busy.pid}, {"sw": {"i": 10.0}}, window_s=0.3)
+        t0 = time.monotonic()
+        load.observe(t0, {("sw", "i"): (t0, 0, 0, 0, 0, 0, 0)})
+        time.sleep(0.6)
+        t1 = time.monotonic()
+        load.observe(t1, {("sw", "i"): (t1, 0, 0, 0, 0, 0, 0)})
+    finally:
+        busy.kill()
+        busy.wait()
+    (_, sw, cpu, util), = load.windows
+    assert sw == "sw" and util == 0.0
+    assert cpu > 50   # a spinning process uses most of a core
+
+
+def test_parse_ping():
+    out = ("--- 10.2.1.1 ping statistics ---\n10 packets transmitted, 9 received, 10% packet loss, "
+           "time 1808ms\nrtt min/avg/max/mdev = 91.070/91.532/92.114/0.301 ms\n")
+    p = health.parse_ping(out)
+    assert p["sent"] == 10 and p["received"] == 9
+    assert p["avg_ms"] == 91.532 and p["min_ms"] == 91.07
+    assert health.parse_ping("connect: Network is unreachable")["avg_ms"] is None
+
+
+def test_rtt_tolerance_is_5pct_or_1ms():
+    assert health.within_tolerance(104.9, 100)
+    assert not health.within_tolerance(105.2, 100)
+    assert health.within_tolerance(10.9, 10)       # 1 ms floor
+    assert not health.within_tolerance(11.1, 10)
+
+
+def test_wan_probe_pairs_use_path_rtt():
+    g = two_dc_graph()
+    for u, v, d in g.edges(data=True):
+        if d["kind"] != "wan":
+            d["delay_ms"] = 0.5
+    g.nodes["h1r1w1"].update(worker_index=0, ip="10.1.1.1")
+    g.nodes["h2r1w1"].update(worker_index=1, ip="10.2.1.1")
+    (p,) = health.wan_probe_pairs(g)
+    assert p["src"] == "h1r1w1" and p["dst"] == "h2r1w1" and p["on_route"]
+    # 2 x (0.5 access + 0.5 uplink + 20 wan + 0.5 + 0.5)
+    assert p["configured_rtt_ms"] == pytest.approx(44.0)
+
+
+def test_ring_peers_pair_each_dc_with_the_next():
+    g = two_dc_graph()
+    g.nodes["h1r1w1"]["worker_index"] = 0
+    g.nodes["h2r1w1"]["worker_index"] = 1
+    assert apps.ring_peers(g) == {"h1r1w1": "h2r1w1", "h2r1w1": "h1r1w1"}
+
+
+def test_iperf_options_validation():
+    assert apps.IperfOptions.from_options({"protocol": "udp"}).protocol == "udp"
+    with pytest.raises(ValueError, match="unknown option"):
+        apps.IperfOptions.from_options({"bogus": 1})
+    with pytest.raises(ValueError, match="not tcp or udp"):
+        apps.IperfOptions.from_options({"protocol": "sctp"})
+    with pytest.raises(ValueError, match="no application yet"):
+        apps.make_app("ring", {})
+
+
+def test_parse_iperf_json():
+    tcp = {"end": {"sum_sent": {"retransmits": 3, "bytes": 1000000},
+                   "sum_received": {"bytes": 999000, "bits_per_second": 9.5e6, "seconds": 0.84}}}
+    assert parse_result(tcp, "tcp") == {"bytes": 999000, "bits_per_second": 9.5e6,
+                                        "seconds": 0.84, "retransmits": 3}
+    udp = {"end": {"sum": {"bytes": 1400000, "bits_per_second": 9.9e6, "seconds": 1.1,
+                           "lost_packets": 10, "packets": 1000, "lost_percent": 1.0, "jitter_ms": 0.2}}}
+    r = parse_result(udp, "udp")
+    assert r["lost_packets"] == 10 and r["packets"] == 1000
+
+
+def test_read_events_ignores_torn_last_line(tmp_path):
+    p = tmp_path / "w.jsonl"
+    p.write_text(json.dumps({"event": "iteration_end", "bytes": 5}) + "\n{\"event\": \"iter")
+    assert apps.read_events(p) == [{"event": "iteration_end", "bytes": 5}]
+    assert apps.read_events(tmp_path / "missing.jsonl") == []
+
+
+def test_eta():
+    assert progress.eta_s(5, 10, 20.0) == 20.0
+    assert progress.eta_s(0, 10, 20.0) is None
+    assert progress.eta_s(0, None, 4.0, duration_s=10) == 6.0
+    assert progress.fmt_s(75) == "1:15"
+
+
+def test_results_folder_and_manifest(tmp_path):
+    rid = results.new_run_id()
+    d = results.create_run_dir(tmp_path, "quick", rid)
+    assert (d / "events").is_dir() and d == tmp_path / "quick" / rid
+    with pytest.raises(FileExistsError):
+        results.create_run_dir(tmp_path, "quick", rid)
+    m = results.manifest(run_id=rid, scenario_name="quick", backend="softswitch", backend_reason="x",
+                         link_emulation="userspace", link_emulation_reason="y", seed=3,
+                         time_dilation=4.0)
+    for key in ("git_commit", "packages", "kernel", "cpu_count", "seed", "time_dilation",
+                "backend", "link_emulation"):
+        assert key in m
+    assert m["cpu_count"] == os.cpu_count() and m["packages"]["networkx"]
+    results.write_json(d / "manifest.json", m)
+    assert json.loads((d / "manifest.json").read_text())["seed"] == 3
