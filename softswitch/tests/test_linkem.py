@@ -159,3 +159,62 @@ def test_precise_timer_disarm_and_past_deadline():
         assert timer.consume() == 0                     # nothing pending any more
     finally:
         timer.close()
+
+
+# --- the standalone relay on real veths (root) ------------------------------------------------
+
+def _veth_pair(a, b):
+    import subprocess
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    for name in (a, b):
+        with open(f"/proc/sys/net/ipv6/conf/{name}/disable_ipv6", "w") as f:
+            f.write("1")
+        subprocess.run(["ip", "link", "set", name, "up"], check=True)
+
+
+@pytest.mark.mininet
+def test_standalone_relay_delays_each_direction_and_stops_on_sigterm():
+    import signal
+    import socket
+    import subprocess
+    import sys
+    names = ("xl-r1a", "xl-r1b", "xl-r2a", "xl-r2b")
+    relay = None
+    try:
+        _veth_pair(names[0], names[1])
+        _veth_pair(names[2], names[3])
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        relay = subprocess.Popen([sys.executable, "-m", "softswitch.linkem", names[1], names[2],
+                                  "--a-to-b", "delay_ms=20", "--b-to-a", "delay_ms=5"],
+                                 cwd=repo, stderr=subprocess.PIPE, text=True)
+        assert "ready" in relay.stderr.readline()
+        left, right = (socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)) for _ in range(2))
+        left.bind((names[0], 3))
+        right.bind((names[3], 3))
+        for s in (left, right):
+            s.setsockopt(263, 23, 1)
+            s.settimeout(1.0)
+
+        def one_way(tx, rx, tag):
+            frame = bytes.fromhex("020000000002020000000001" "88b5") + tag + bytes(40)
+            t0 = time.monotonic()
+            tx.send(frame)
+            while True:
+                data = rx.recv(2048)
+                if data == frame:
+                    return (time.monotonic() - t0) * 1000
+
+        ab = [one_way(left, right, b"ab%02d" % i) for i in range(5)]
+        ba = [one_way(right, left, b"ba%02d" % i) for i in range(5)]
+        assert all(20.0 <= d < 22.0 for d in ab), ab
+        assert all(5.0 <= d < 7.0 for d in ba), ba
+        relay.send_signal(signal.SIGTERM)
+        assert relay.wait(5) == 0
+        assert "stopping" in relay.stderr.read()
+    finally:
+        if relay is not None and relay.poll() is None:
+            relay.kill()
+            relay.wait()
+        for name in (names[0], names[2]):
+            subprocess.run(["ip", "link", "del", name], check=False, stderr=subprocess.DEVNULL)
+    assert not any(os.path.exists(f"/sys/class/net/{n}") for n in names)
