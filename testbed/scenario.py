@@ -235,6 +235,9 @@ def _to_scenario_error(e: ValidationError, raw: dict, source: str) -> ScenarioEr
     if typ in ("list_type", "dict_type", "model_type", "model_attributes_type"):
         kind = "a list" if typ == "list_type" else "a mapping"
         return ScenarioError(source, path, f"must be {kind} (got {given!r})")
+    if typ == "string_pattern_mismatch" and field == "name":
+        return ScenarioError(source, path, f"use only letters, digits, '_', '.' and '-' "
+                                           f"(it names the results folder; got {given!r})")
     if typ == "string_too_long" or typ == "string_too_short" or typ == "string_pattern_mismatch":
         return ScenarioError(source, path, f"{err['msg'].lower()} (got {given!r})")
     msg = err["msg"]

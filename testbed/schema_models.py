@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Strict as StrictType, Tag,
+                      field_validator, model_validator)
 
 from topologies import catalog
 
@@ -19,6 +20,11 @@ MIN_DATACENTERS, MAX_DATACENTERS = 2, 8
 MAX_WORKERS_TOTAL = 32
 # Mininet's TCLink/htb silently ignores rates above this (it only logs), so we reject them.
 HTB_MAX_MBPS = 1000.0
+
+
+# YAML already types numbers; strict types stop `true` passing as 1 and "10" as 10.
+Int = Annotated[int, StrictType()]
+Float = Annotated[float, StrictType()]
 
 
 class Strict(BaseModel):
@@ -43,11 +49,11 @@ def _tagged(choices: dict[str, type], key: str, default: str):
 class Datacenter(Strict):
     name: str = Field(min_length=1, max_length=32)
     region: Optional[str] = None
-    lat: Optional[float] = Field(default=None, ge=-90, le=90)
-    lon: Optional[float] = Field(default=None, ge=-180, le=180)
-    racks: int = Field(default=1, ge=1)
-    workers_per_rack: int = Field(default=1, ge=1)
-    compute_speed: float = Field(default=1.0, gt=0)   # relative: 2.0 computes twice as fast
+    lat: Optional[Float] = Field(default=None, ge=-90, le=90)
+    lon: Optional[Float] = Field(default=None, ge=-180, le=180)
+    racks: Int = Field(default=1, ge=1)
+    workers_per_rack: Int = Field(default=1, ge=1)
+    compute_speed: Float = Field(default=1.0, gt=0)   # relative: 2.0 computes twice as fast
 
     @field_validator("region")
     @classmethod
@@ -70,16 +76,16 @@ class Datacenter(Strict):
 
 # ---------------------------------------------------------------- bandwidth schedules
 class SchedulePoint(Strict):
-    t_s: float = Field(ge=0)
-    mbps: float = Field(gt=0)
+    t_s: Float = Field(ge=0)
+    mbps: Float = Field(gt=0)
 
 
 class RandomSchedule(Strict):
     """NetStorm-style: redraw the rate uniformly in [min_mbps, max_mbps] every every_s."""
-    min_mbps: float = Field(gt=0)
-    max_mbps: float = Field(gt=0)
-    every_s: float = Field(gt=0)
-    seed: Optional[int] = None   # default: the scenario seed
+    min_mbps: Float = Field(gt=0)
+    max_mbps: Float = Field(gt=0)
+    every_s: Float = Field(gt=0)
+    seed: Optional[Int] = None   # default: the scenario seed
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -106,17 +112,17 @@ BandwidthSchedule = Annotated[
 
 # ---------------------------------------------------------------- links
 class LinkSpec(Strict):
-    bandwidth_mbps: float = Field(default=1000.0, gt=0)
-    delay_ms: float = Field(default=0.05, ge=0)
-    jitter_ms: float = Field(default=0.0, ge=0)
-    loss_pct: float = Field(default=0.0, ge=0, le=100)
+    bandwidth_mbps: Float = Field(default=1000.0, gt=0)
+    delay_ms: Float = Field(default=0.05, ge=0)
+    jitter_ms: Float = Field(default=0.0, ge=0)
+    loss_pct: Float = Field(default=0.0, ge=0, le=100)
 
 
 class WanLink(Strict):
-    bandwidth_mbps: float = Field(default=100.0, gt=0)
-    delay_ms: Optional[float] = Field(default=None, ge=0)   # None: catalog RTT / 2
-    jitter_ms: float = Field(default=0.0, ge=0)
-    loss_pct: float = Field(default=0.0, ge=0, le=100)
+    bandwidth_mbps: Float = Field(default=100.0, gt=0)
+    delay_ms: Optional[Float] = Field(default=None, ge=0)   # None: catalog RTT / 2
+    jitter_ms: Float = Field(default=0.0, ge=0)
+    loss_pct: Float = Field(default=0.0, ge=0, le=100)
 
 
 class WanEdge(Strict):
@@ -124,10 +130,10 @@ class WanEdge(Strict):
     WAN; otherwise each one overrides the default on an edge of the topology."""
     a: str
     b: str
-    bandwidth_mbps: Optional[float] = Field(default=None, gt=0)
-    delay_ms: Optional[float] = Field(default=None, ge=0)
-    jitter_ms: Optional[float] = Field(default=None, ge=0)
-    loss_pct: Optional[float] = Field(default=None, ge=0, le=100)
+    bandwidth_mbps: Optional[Float] = Field(default=None, gt=0)
+    delay_ms: Optional[Float] = Field(default=None, ge=0)
+    jitter_ms: Optional[Float] = Field(default=None, ge=0)
+    loss_pct: Optional[Float] = Field(default=None, ge=0, le=100)
     bandwidth_schedule: Optional[BandwidthSchedule] = None
 
 
@@ -158,15 +164,15 @@ class LinkEmulation(Strict):
 # ---------------------------------------------------------------- workload
 class SyntheticWorkload(Strict):
     kind: Literal["synthetic"] = "synthetic"
-    parameters: int = Field(default=65536, gt=0)   # N gradient values per iteration
+    parameters: Int = Field(default=65536, gt=0)   # N gradient values per iteration
 
 
 class ModelWorkload(Strict):
     kind: Literal["model"]
     name: Literal["logreg", "mlp"]
     dataset: str = "synthetic"
-    batch_size: int = Field(default=32, gt=0)
-    lr: float = Field(default=0.1, gt=0)
+    batch_size: Int = Field(default=32, gt=0)
+    lr: Float = Field(default=0.1, gt=0)
 
 
 Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "kind", "synthetic")
@@ -175,27 +181,27 @@ Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "ki
 # ---------------------------------------------------------------- compute time (ms)
 class ConstantCompute(Strict):
     model: Literal["constant"] = "constant"
-    value_ms: float = Field(default=100.0, ge=0)
+    value_ms: Float = Field(default=100.0, ge=0)
 
 
 class NormalCompute(Strict):
     model: Literal["normal"]
-    mean_ms: float = Field(gt=0)
-    std_ms: float = Field(ge=0)
+    mean_ms: Float = Field(gt=0)
+    std_ms: Float = Field(ge=0)
 
 
 class ShiftedExpCompute(Strict):
     """shift_ms + Exponential(mean = scale_ms)."""
     model: Literal["shifted_exp"]
-    shift_ms: float = Field(ge=0)
-    scale_ms: float = Field(gt=0)
+    shift_ms: Float = Field(ge=0)
+    scale_ms: Float = Field(gt=0)
 
 
 class ParetoCompute(Strict):
     """Pareto with minimum scale_ms and tail index shape (heavier tail when smaller)."""
     model: Literal["pareto"]
-    scale_ms: float = Field(gt=0)
-    shape: float = Field(gt=0)
+    scale_ms: Float = Field(gt=0)
+    shape: Float = Field(gt=0)
 
 
 ComputeTime = _tagged({"constant": ConstantCompute, "normal": NormalCompute,
@@ -206,9 +212,9 @@ ComputeTime = _tagged({"constant": ConstantCompute, "normal": NormalCompute,
 # ---------------------------------------------------------------- stragglers
 class PersistentStraggler(Strict):
     """A slow worker (global index, or host id like h1r1w2) or a whole datacenter (by name)."""
-    worker: Optional[Union[int, str]] = None
+    worker: Optional[Union[Int, str]] = None
     dc: Optional[str] = None
-    factor: float = Field(ge=1)      # compute time multiplier
+    factor: Float = Field(ge=1)      # compute time multiplier
 
     @model_validator(mode="after")
     def _one_target(self):
@@ -219,12 +225,12 @@ class PersistentStraggler(Strict):
 
 class TransientStragglers(Strict):
     """Each iteration each worker straggles with this probability, by a drawn factor."""
-    probability: float = Field(ge=0, le=1)
+    probability: Float = Field(ge=0, le=1)
     distribution: Literal["constant", "uniform", "pareto"] = "constant"
-    factor: float = Field(default=2.0, ge=1)        # constant
-    low: Optional[float] = Field(default=None, ge=1)    # uniform
-    high: Optional[float] = Field(default=None, ge=1)   # uniform
-    shape: Optional[float] = Field(default=None, gt=0)  # pareto (minimum is `factor`)
+    factor: Float = Field(default=2.0, ge=1)        # constant
+    low: Optional[Float] = Field(default=None, ge=1)    # uniform
+    high: Optional[Float] = Field(default=None, ge=1)   # uniform
+    shape: Optional[Float] = Field(default=None, gt=0)  # pareto (minimum is `factor`)
 
     @model_validator(mode="after")
     def _params(self):
@@ -250,8 +256,8 @@ class Output(Strict):
 # ---------------------------------------------------------------- the scenario
 class Scenario(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    seed: int = 0
-    time_dilation: float = Field(default=1.0, ge=1)
+    seed: Int = 0
+    time_dilation: Float = Field(default=1.0, ge=1)
     datacenters: list[Datacenter]
     wan: Wan = Wan()
     intra_dc: IntraDc = IntraDc()
@@ -262,9 +268,9 @@ class Scenario(Strict):
     workload: Workload = SyntheticWorkload()
     compute_time: ComputeTime = ConstantCompute()
     stragglers: Stragglers = Stragglers()
-    iterations: Optional[int] = Field(default=None, gt=0)
-    duration_s: Optional[float] = Field(default=None, gt=0)
-    repetitions: int = Field(default=1, ge=1)
+    iterations: Optional[Int] = Field(default=None, gt=0)
+    duration_s: Optional[Float] = Field(default=None, gt=0)
+    repetitions: Int = Field(default=1, ge=1)
     output: Output = Output()
 
     @property

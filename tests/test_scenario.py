@@ -221,3 +221,24 @@ def test_validate_files_reports_each_file():
     out = validate_files([good, bad])
     assert out[0] == (str(good), None)
     assert out[1] == (str(bad), f"{bad}: {BAD_CASES['negative_bandwidth.yaml']}")
+
+
+@pytest.mark.parametrize("ov,expected", [
+    ("datacenters.0.racks=true", "datacenters.0.racks: must be an integer (got True)"),
+    ("datacenters.0.racks=2.5", "datacenters.0.racks: must be an integer (got 2.5)"),
+    ("wan.default.loss_pct=yes", "wan.default.loss_pct: must be a number (got True)"),
+    ("seed=abc", "seed: must be an integer (got 'abc')"),
+    ("name=my run", "name: use only letters, digits, '_', '.' and '-' (it names the results folder; "
+                    "got 'my run')"),
+    ("wan.topology=tree", "wan.topology: unknown topology 'tree' (known: full-mesh, ring, star, edges)"),
+    ("stragglers.transient={probability: 0.1, distribution: uniform}",
+     "stragglers.transient: distribution 'uniform' needs low and high"),
+    ("wan.bandwidth_schedule=5", "wan.bandwidth_schedule: must be a list of {t_s, mbps} or a mapping "
+                                 "{min_mbps, max_mbps, every_s} (got 5)"),
+    ("workload={kind: model, name: resnet}", "workload.name: unknown name 'resnet' (known: logreg, mlp)"),
+    ("workload.kind=video", "workload.kind: unknown kind 'video' (known: synthetic, model)"),
+])
+def test_type_and_choice_errors(ov, expected):
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(GOOD, "x.yaml", [ov])
+    assert str(ei.value) == f"x.yaml: {expected}"
