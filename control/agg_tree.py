@@ -132,14 +132,14 @@ def build_tree(g: nx.Graph, job: int = 1, scheme: str = "geo-ina", workers: list
         raise ValueError(f"unknown aggregation scheme {scheme!r}: use 'geo-ina' or 'ina'")
     if not 0 <= job <= 255:
         raise ValueError(f"job id must fit a byte (0..255), got {job}")
-    hosts = sorted(workers if workers is not None else
-                   [n for n, a in g.nodes(data=True) if a["role"] == "host"],
-                   key=lambda n: g.nodes[n]["worker_index"])
+    hosts = list(workers) if workers is not None else \
+        [n for n, a in g.nodes(data=True) if a["role"] == "host"]
     if not hosts:
         raise ValueError("a job needs at least one worker")
     for h in hosts:
         if h not in g or g.nodes[h]["role"] != "host":
             raise ValueError(f"worker {h!r} is not a host of this topology")
+    hosts.sort(key=lambda n: g.nodes[n]["worker_index"])
     dcs = sorted({g.nodes[h]["dc_index"] for h in hosts})
     root_dc = resolve_root(g, root, dcs)
     gws = _gateways(g)
