@@ -62,3 +62,32 @@ def to_real_seconds(emulated_s: float, s: float) -> float:
 def to_real_rate(emulated_per_s: float, s: float) -> float:
     """An emulated rate (bytes/s, goodput, pps) back in real-world terms."""
     return emulated_per_s * _check(s)
+
+
+def dilate_compute_spec(spec: dict, s: float) -> dict:
+    """A compute_time spec (model_dump of the scenario's) with every *_ms field x s;
+    shape parameters (dimensionless) are unchanged."""
+    s = _check(s)
+    return {k: (v * s if k.endswith("_ms") and isinstance(v, (int, float)) else v)
+            for k, v in spec.items()}
+
+
+def packet_rate_pps(mbps: float, packet_bytes: int) -> float:
+    """Packets per second a link of `mbps` carries when full of `packet_bytes` frames."""
+    if packet_bytes <= 0:
+        raise ValueError(f"packet size must be > 0 bytes (got {packet_bytes})")
+    return mbps * 1e6 / 8.0 / packet_bytes
+
+
+def min_time_dilation(g: nx.Graph, packet_bytes: int, switch_pps: float,
+                      kinds: tuple[str, ...] = ("wan",)) -> float:
+    """The smallest s at which every link of the given kinds, full of packet_bytes frames,
+    stays within a switch's forwarding rate `switch_pps` (real-world graph). Below it the
+    switch, not the emulated link, would limit the run."""
+    if g.graph.get("dilated", 1.0) != 1.0:
+        raise ValueError("pass the real-world graph (before dilate_graph)")
+    if switch_pps <= 0:
+        raise ValueError(f"switch packet rate must be > 0 (got {switch_pps})")
+    need = max((packet_rate_pps(a["bandwidth_mbps"], packet_bytes) / switch_pps
+                for _, _, a in g.edges(data=True) if a["kind"] in kinds), default=1.0)
+    return max(1.0, need)

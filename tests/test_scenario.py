@@ -242,3 +242,12 @@ def test_type_and_choice_errors(ov, expected):
     with pytest.raises(ScenarioError) as ei:
         parse_scenario(GOOD, "x.yaml", [ov])
     assert str(ei.value) == f"x.yaml: {expected}"
+
+
+def test_validate_cli_exit_status(capsys):
+    from testbed.validate import main
+    good = str(ROOT / "scenarios" / "quickstart.yaml")
+    assert main([good]) == 0
+    assert capsys.readouterr().out == f"{good}: ok\n"
+    assert main([good, str(BAD / "unknown_scheme.yaml")]) == 1
+    assert "scheme: unknown scheme 'allreduce'" in capsys.readouterr().out
