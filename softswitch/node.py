@@ -112,6 +112,13 @@ class ProcessSwitch(Switch):
         return {self.ports[i]: i.name for i in self.intfList() if i.name != "lo" and i in self.ports}
 
     def start(self, controllers=None) -> None:
+        """Launches the process and waits until it serves its control port."""
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Starts the process without waiting: launch() every switch, then wait_ready() each,
+        and the programs load in parallel (bring-up time on a multi-core machine)."""
         if self.thrift_port is None:
             self.thrift_port = free_tcp_port()
         unknown = sorted(set(self.link_emu) - set(self.port_map()))
@@ -131,9 +138,8 @@ class ProcessSwitch(Switch):
             # the switch by PID in order, instead of every switch dying mid-teardown.
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, cwd=REPO_ROOT, start_new_session=True)
-        self._wait_ready()
 
-    def _wait_ready(self) -> None:
+    def wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -219,11 +225,13 @@ class Bmv2Switch(ProcessSwitch):
     """BMv2 simple_switch with the program compiled by p4c for v1model."""
 
     def __init__(self, name, json_path: str | None = None, **params):
-        ProcessSwitch.__init__(self, name, **params)
-        if self.link_emu:
+        # Checked before Node.__init__ starts a shell, so a refused option leaks nothing.
+        if params.get("link_emu"):
             raise SwitchStartError(
                 f"{name}: simple_switch cannot apply user-space delay/jitter/loss (link_emu); "
-                "use the softswitch backend or a kernel with sch_netem")
+                "use the softswitch backend, a kernel with sch_netem, or put "
+                "`python3 -m softswitch.linkem` relays on the links")
+        ProcessSwitch.__init__(self, name, **params)
         self.json_path = json_path
 
     @staticmethod
@@ -248,7 +256,7 @@ class Bmv2Switch(ProcessSwitch):
                                    f"{(res.stderr or res.stdout)[-3000:]}")
         return json_path
 
-    def start(self, controllers=None) -> None:
+    def launch(self) -> None:
         missing = self.missing_tools()
         if missing:
             raise SwitchStartError(f"{self.name}: the bmv2 backend needs {' and '.join(missing)} on PATH "
@@ -256,7 +264,7 @@ class Bmv2Switch(ProcessSwitch):
                                    "p4lang sources or the P4 tutorial VM, or use the softswitch backend)")
         if self.json_path is None:
             self.json_path = self.compile()
-        ProcessSwitch.start(self, controllers)
+        ProcessSwitch.launch(self)
 
     def command(self) -> list[str]:
         cmd = ["simple_switch"]

@@ -54,7 +54,7 @@ def netctl():
     assert leftovers() == [], f"interfaces left behind: {leftovers()}"
 
 
-def build(netctl, switches, host_at, links, program=FORWARD_P4, switch_opts=None):
+def build(netctl, switches, host_at, links, program=FORWARD_P4, switch_opts=None, cls=None):
     """switches: names; host_at: {host index: switch}; links: [(sw_a, port_a, sw_b, port_b)].
     Host i hangs off port 1 of its switch. Returns (net, graph)."""
     from mininet.link import Link
@@ -67,7 +67,7 @@ def build(netctl, switches, host_at, links, program=FORWARD_P4, switch_opts=None
     netctl["nets"].append(net)
     graph = nx.Graph()
     for s in switches:
-        net.addSwitch(s, cls=SoftSwitch, program=program, **(switch_opts or {}).get(s, {}))
+        net.addSwitch(s, cls=cls or SoftSwitch, program=program, **(switch_opts or {}).get(s, {}))
     for i, s in host_at.items():
         net.addHost(f"xh{i}", cls=Host, ip=f"{host_ip(i)}/16", mac=host_mac(i))
         net.addLink(f"xh{i}", s, port2=1)
@@ -84,8 +84,9 @@ def build(netctl, switches, host_at, links, program=FORWARD_P4, switch_opts=None
     return net, graph
 
 
-def install_routes(net, graph, host_at):
+def install_routes(net, graph, host_at, client_cls=None):
     from softswitch.client import SoftswitchClient
+    client_cls = client_cls or SoftswitchClient
     for s in [n for n in graph if n.startswith("xs")]:
         cmds = []
         for i in host_at:
@@ -93,7 +94,7 @@ def install_routes(net, graph, host_at):
             port = graph.edges[s, path[1]]["ports"][s]
             cmds.append(f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {host_ip(i)}/32 => "
                         f"{host_mac(i)} {port}")
-        with SoftswitchClient(net[s].thrift_port) as c:
+        with client_cls(net[s].thrift_port) as c:
             for reply in c.execute_many(cmds):
                 assert not reply.startswith("Error"), reply
 
@@ -352,3 +353,38 @@ def test_bad_program_fails_start_with_the_log_tail(netctl, tmp_path):
     assert f"{bad}:3:" in message                # the front end's file:line:col, from the log tail
     assert "Traceback" not in message
     assert net["xs9"].proc.poll() == 1
+
+
+def test_bmv2_switch_refuses_link_emulation_before_starting_anything():
+    from softswitch.node import Bmv2Switch, SwitchStartError
+    with pytest.raises(SwitchStartError, match="cannot apply user-space delay"):
+        Bmv2Switch("xs8", program=FORWARD_P4, link_emu={1: {"delay_ms": 5}})
+    assert leftovers() == []
+
+
+def test_bmv2_switch_without_tools_says_what_is_missing(netctl):
+    from softswitch.node import Bmv2Switch, SwitchStartError
+    if not Bmv2Switch.missing_tools():
+        pytest.skip("simple_switch and p4c are installed: the missing-tools error cannot be provoked")
+    from mininet.net import Mininet
+    net = Mininet(topo=None, controller=None, build=False, waitConnected=False)
+    netctl["nets"].append(net)
+    sw = net.addSwitch("xs8", cls=Bmv2Switch, program=FORWARD_P4)
+    with pytest.raises(SwitchStartError, match="needs simple_switch"):
+        sw.start([])
+    assert sw.proc is None
+
+
+@pytest.mark.bmv2
+def test_bmv2_line_of_three_pings(netctl):
+    from softswitch.client import Bmv2Client
+    from softswitch.node import Bmv2Switch
+    missing = Bmv2Switch.missing_tools()
+    if missing:
+        pytest.skip(f"bmv2 backend test skipped: {' and '.join(missing)} not on PATH "
+                    "(not installable from this machine's registries)")
+    host_at = {1: "xs1", 2: "xs2", 3: "xs3"}
+    net, graph = build(netctl, ["xs1", "xs2", "xs3"], host_at,
+                       [("xs1", 2, "xs2", 2), ("xs2", 3, "xs3", 2)], cls=Bmv2Switch)
+    install_routes(net, graph, host_at, client_cls=Bmv2Client)
+    assert net.pingAll(timeout="1") == 0.0
