@@ -24,7 +24,7 @@ def cmd_run(a) -> int:
     from testbed.lifecycle import RunInterrupted, RunOptions, run_scenario
     _need_root("run")
     try:
-        dirs = run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli))
+        dirs = run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli, prefix=a.prefix))
     except RunInterrupted:
         return 130
     for d in dirs:
@@ -77,6 +77,8 @@ def parser() -> argparse.ArgumentParser:
                    help="override a scenario field, e.g. --set wan.default.bandwidth_mbps=50")
     r.add_argument("--out", default=None, help="results root (default: the scenario's output.folder)")
     r.add_argument("--cli", action="store_true", help="open Mininet's CLI after bring-up")
+    r.add_argument("--prefix", default="", help="node-name prefix (1-3 letters) so that "
+                   "several runs can share one machine")
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="check scenario files")
     v.add_argument("files", nargs="+")

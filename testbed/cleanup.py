@@ -34,9 +34,18 @@ def proc_start_time(pid: int) -> int | None:
         return None
 
 
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def is_same_process(pid: int, start: int | None) -> bool:
+    """Alive (not a zombie) and started when recorded, so a recycled PID never matches."""
     st = proc_start_time(pid)
-    return st is not None and (start is None or st == start)
+    return st is not None and (start is None or st == start) and _state(pid) not in (None, "Z")
 
 
 def netns_inode(pid: int) -> str | None:

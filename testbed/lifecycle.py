@@ -13,6 +13,7 @@ after a SIGKILL.
 from __future__ import annotations
 
 import signal
+from contextlib import contextmanager
 import threading
 import time
 from dataclasses import dataclass, field
@@ -189,9 +190,9 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     net = sampler = driver = None
     with _Signals() as sig:
         try:
-            net = _bring_up(graph, backend, plan, scn, run_dir, record)
+            net = bring_up(graph, backend, plan, scn, run_dir, record)
             state["phase"] = "control plane"
-            _push_control_plane(net, graph, backend, table_commands(graph))
+            push_control_plane(net, graph, backend, table_commands(graph))
             state["phase"] = "health check"
             state["health"] = health.health_check(net, graph)
             state["warnings"] += state["health"]["warnings"]
@@ -206,7 +207,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 if not sh.is_host and sh.rate_mbps:
                     shaped[sh.node][sh.intf] = sh.rate_mbps
             load = counters.SwitchLoad({sw.name: sw.pid_of_switch for sw in net.switches}, shaped)
-            sampler = counters.CounterSampler(run_dir / "counters.csv", _counter_sources(net, graph),
+            sampler = counters.CounterSampler(run_dir / "counters.csv", counter_sources(net, graph),
                                               load=load).start()
             driver = ScheduleDriver(graph, events, shaped, run_dir / "bandwidth_events.jsonl")
             ctx = apps.RunContext(net=net, graph=graph, scenario=scn, run_dir=run_dir,
@@ -256,7 +257,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     return run_dir
 
 
-def _bring_up(graph, backend, plan, scn, run_dir, record):
+def bring_up(graph, backend, plan, scn, run_dir, record):
     def on_node(node):
         record.add_process(node.pid, f"mininet shell {node.name}", save=False)
         if node.inNamespace:
@@ -274,7 +275,7 @@ def _bring_up(graph, backend, plan, scn, run_dir, record):
         host_commands(graph), on_node=on_node, on_switch_started=on_switch_started)
 
 
-def _push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:
+def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:
     from softswitch.client import RuntimeCommandError
     for sw, cmds in commands.items():
         node = net[sw]
@@ -288,7 +289,30 @@ def _push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> 
             client.close()
 
 
-def _counter_sources(net, graph) -> list[counters.Source]:
+@contextmanager
+def started_network(opts: RunOptions, scn, run_dir: Path):
+    """Bring-up and control plane only, torn down on exit (tests, benchmarks, --cli use).
+
+    Yields a dict with net, graph (dilated), plan, backend, record."""
+    from control.routes import table_commands
+    _, backend, _, mode, _, graph, plan = prepare(opts, scn)
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    record = cleanup.RunRecord(results.new_run_id())
+    record.save()
+    net = None
+    try:
+        net = bring_up(graph, backend, plan, scn, run_dir, record)
+        push_control_plane(net, graph, backend, table_commands(graph))
+        yield {"net": net, "graph": graph, "plan": plan, "backend": backend, "mode": mode,
+               "record": record}
+    finally:
+        if net is not None:
+            netbuild.stop_network(net)
+        cleanup.teardown_record(record.data)
+        record.remove()
+
+
+def counter_sources(net, graph) -> list[counters.Source]:
     root = {}
     srcs = []
     for n, d in graph.nodes(data=True):
