@@ -209,6 +209,11 @@ def _to_scenario_error(e: ValidationError, raw: dict, source: str) -> ScenarioEr
                 hint += " (units are part of field names)"
         return ScenarioError(source, path, f"unknown field {field!r} in {parent}{hint} "
                                            f"(fields: {', '.join(fields)})")
+    if field == "worker" and typ in ("int_type", "string_type", "int_from_float"):
+        return ScenarioError(source, path, f"must be a worker index (from 0) or a host id like "
+                                           f"h1r1w2 (got {given!r})")
+    if typ == "string_type":
+        return ScenarioError(source, path, f"must be a string (got {given!r}); quote it in YAML")
     if typ in ("float_parsing", "int_parsing", "float_type", "int_type", "int_from_float"):
         want = "an integer" if typ.startswith("int") else "a number"
         msg = f"must be {want} (got {given!r})"

@@ -251,3 +251,14 @@ def test_validate_cli_exit_status(capsys):
     assert capsys.readouterr().out == f"{good}: ok\n"
     assert main([good, str(BAD / "unknown_scheme.yaml")]) == 1
     assert "scheme: unknown scheme 'allreduce'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ov,expected", [
+    ("datacenters.0.region=7", "datacenters.0.region: must be a string (got 7); quote it in YAML"),
+    ("stragglers.persistent=[{worker: 1.5, factor: 2}]",
+     "stragglers.persistent.0.worker: must be a worker index (from 0) or a host id like h1r1w2 (got 1.5)"),
+])
+def test_string_and_worker_type_errors(ov, expected):
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(GOOD, "x.yaml", [ov])
+    assert str(ei.value) == f"x.yaml: {expected}"
