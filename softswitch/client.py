@@ -86,11 +86,17 @@ class SoftswitchClient(RuntimeClient):
                     f"check with: ss -ltn 'sport = :{self.port}'") from None
         return self
 
+    BATCH = 256   # commands in flight at once: pipelined, but bounded
+
     def _run(self, cmds):
         self.connect()
+        replies = []
         try:
-            self.sock.sendall("".join(c + "\n" for c in cmds).encode())
-            return [self._read_reply() for _ in cmds]
+            for i in range(0, len(cmds), self.BATCH):
+                chunk = cmds[i:i + self.BATCH]
+                self.sock.sendall("".join(c + "\n" for c in chunk).encode())
+                replies += [self._read_reply() for _ in chunk]
+            return replies
         except (OSError, ValueError) as e:
             self.close()
             raise RuntimeConnectionError(f"runtime connection to {self.host}:{self.port} failed: {e}") from None

@@ -13,7 +13,8 @@ Protocol (line-oriented, UTF-8, on 127.0.0.1 only):
 
 A line longer than MAX_LINE bytes, or not valid UTF-8, gets an ERR reply and
 the connection stays usable. A client that stops reading while its pending
-replies exceed MAX_PENDING bytes is disconnected. Nothing a client sends can
+replies exceed MAX_PENDING bytes is paused (its further input is not
+read until it reads its replies), never disconnected. Nothing a client sends can
 stop the server; an exception while serving one client closes only that
 client.
 
@@ -29,7 +30,7 @@ import selectors
 import socket
 
 MAX_LINE = 64 * 1024
-MAX_PENDING = 16 * 1024 * 1024
+MAX_PENDING = 1024 * 1024
 
 
 def _is_loopback(host: str) -> bool:
@@ -121,7 +122,8 @@ class _Client:
         self.inbuf = bytearray()
         self.outbuf = bytearray()
         self.discarding = False   # inside an over-long line: skip to its end
-        self.writing = False
+        self.mode = (True, False)  # (registered for read, registered for write)
+        self.eof = False
 
     def on_event(self, mask):
         try:
@@ -142,11 +144,22 @@ class _Client:
             self.server._drop(self)
             return
         if not data:
+            # the client finished sending (maybe only half-closed): answer
+            # what it sent, then close once every reply is out
+            self.eof = True
+            if self.inbuf and not self.discarding:
+                self.inbuf += b"\n"     # a last line without newline still counts
+            self._process()
             self._flush()
-            self.server._drop(self)
             return
         self.inbuf += data
-        while True:
+        self._process()
+        self._flush()
+
+    def _process(self):
+        """Answer complete lines, but only while replies are not piling up:
+        a client that does not read is paused (backpressure), not dropped."""
+        while len(self.outbuf) < MAX_PENDING:
             nl = self.inbuf.find(b"\n")
             if nl < 0:
                 if len(self.inbuf) > MAX_LINE:
@@ -154,7 +167,7 @@ class _Client:
                         self._reply(f"Error: command line longer than {MAX_LINE} bytes; send one command per line")
                     self.discarding = True
                     self.inbuf.clear()
-                break
+                return
             raw = bytes(self.inbuf[:nl])
             del self.inbuf[:nl + 1]
             if self.discarding:
@@ -169,7 +182,6 @@ class _Client:
                 self._reply("Error: command is not valid UTF-8 text")
                 continue
             self._reply(self.server.api.execute(line))
-        self._flush()
 
     def _reply(self, text):
         self.outbuf += frame(text)
@@ -184,11 +196,14 @@ class _Client:
                 self.server._drop(self)
                 return
             del self.outbuf[:n]
-        if len(self.outbuf) > MAX_PENDING:
-            self.server._log("control: client does not read its replies; disconnecting it")
+            if len(self.outbuf) < MAX_PENDING and b"\n" in self.inbuf:
+                self._process()      # paused lines can go on now
+        if self.eof and not self.outbuf and b"\n" not in self.inbuf:
             self.server._drop(self)
             return
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbuf else 0)
-        if bool(self.outbuf) != self.writing:
-            self.writing = bool(self.outbuf)
-            self.server.selector.modify(self.sock, want, self.on_event)
+        reading = not self.eof and len(self.outbuf) < MAX_PENDING
+        writing = bool(self.outbuf)
+        if (reading, writing) != self.mode:
+            self.mode = (reading, writing)
+            events = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if writing else 0)
+            self.server.selector.modify(self.sock, events, self.on_event)
