@@ -112,12 +112,19 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
         net.build()
         configure_hosts(net, graph, host_commands)
         apply_link_emulation(net, emu)
-        # net.start() does only this for controller-less P4 switches; done here so each
-        # switch's process is recorded as soon as it runs
+        # net.start() does only sw.start() for controller-less P4 switches; done here so
+        # each switch's process is recorded as soon as it runs, and (launch, then wait for
+        # all) so the switches load their programs in parallel
         for sw in net.switches:
-            sw.start([])
+            if hasattr(sw, "launch"):
+                sw.launch()
+            else:
+                sw.start([])
             if on_switch_started:
                 on_switch_started(sw)
+        for sw in net.switches:
+            if hasattr(sw, "wait_ready"):
+                sw.wait_ready()
         return net
     except BaseException:
         stop_network(net)

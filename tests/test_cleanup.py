@@ -1,0 +1,94 @@
+"""SIGINT in the middle of `run.py run`: nothing of the run is left, partial results stay.
+
+Runs the real CLI in a subprocess with node prefix 'tc', interrupts it while workers run,
+then checks: no processes of the run (Mininet shells, switches, iperf), no interfaces with
+its names, no network namespace of its hosts, no run record, and summary.json marked
+incomplete next to the partial event logs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import cleanup
+
+pytestmark = pytest.mark.mininet
+REPO = Path(__file__).resolve().parent.parent
+
+SCENARIO = """
+name: cleanup
+seed: 5
+datacenters:
+  - {name: a, lat: 0, lon: 0, racks: 1, workers_per_rack: 2}
+  - {name: b, lat: 0, lon: 10, racks: 1, workers_per_rack: 2}
+wan:
+  default: {bandwidth_mbps: 5, delay_ms: 10}
+intra_dc:
+  access: {bandwidth_mbps: 100, delay_ms: 0}
+  uplink: {bandwidth_mbps: 100, delay_ms: 0}
+scheme: iperf
+scheme_options: {bytes_per_iteration: 500000}
+iterations: 1000
+"""
+
+
+def _our_processes(prefix: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or "--worker tch" in cmd:
+            found.append(f"{entry}: {cmd[:120]}")
+    return found
+
+
+def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
+    scn = tmp_path / "cleanup.yaml"
+    scn.write_text(SCENARIO)
+    out = tmp_path / "results"
+    p = subprocess.Popen([sys.executable, str(REPO / "run.py"), "run", str(scn), "--out", str(out),
+                          "--prefix", "tc"], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        # wait until workers have logged at least one finished iteration
+        deadline = time.monotonic() + 90
+        events = []
+        while time.monotonic() < deadline and p.poll() is None:
+            events = list(out.glob("cleanup/*/events/*.jsonl"))
+            if any("iteration_end" in e.read_text() for e in events):
+                break
+            time.sleep(0.2)
+        assert p.poll() is None, p.stdout.read()
+        assert events, "the run never started its workers"
+        netns = {cleanup.netns_inode(int(l.split(":")[0])) for l in _our_processes("tch")}
+        p.send_signal(signal.SIGINT)
+        output, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, output
+    assert "interrupted by SIGINT during workload" in output
+
+    assert _our_processes("tc") == []
+    assert [n for n in os.listdir("/sys/class/net") if n.startswith("tc")] == []
+    assert cleanup.pids_in_netns(netns - {None}) == []
+    (run_dir,) = list(out.glob("cleanup/*"))
+    assert not (cleanup.STATE_DIR / f"{run_dir.name}.json").exists()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"] is False
+    assert "interrupted" in summary["reason"]
+    assert (run_dir / "manifest.json").exists() and (run_dir / "counters.csv").stat().st_size > 0
+    # partial results stay: the iterations done before the interrupt are in the event logs
+    assert any("iteration_end" in e.read_text() for e in (run_dir / "events").glob("*.jsonl"))

@@ -1,0 +1,168 @@
+"""Fidelity of the emulated WAN: what is configured is what is measured.
+
+Two datacenters, one worker each, the default backend and link-emulation mode of this
+machine (userspace without netem). Measured with ping, iperf3 and the link counters:
+- RTT within 5 % (or 1 ms) of the configured path RTT;
+- UDP and TCP goodput across the WAN bottleneck within 10 % of its configured rate;
+- UDP loss inside a 99.9 % binomial bound of the configured loss;
+- a bandwidth change mid-run (the schedule driver's `tc class change`) visible in the
+  link counters.
+Node names carry the prefix 't'.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import counters, health
+from testbed.lifecycle import RunOptions, ScheduleDriver, started_network
+from testbed.scenario import parse_scenario
+from topologies.schedule import BandwidthEvent
+
+pytestmark = pytest.mark.mininet
+
+WAN_MBPS = 8.0
+WAN_DELAY_MS = 25.0
+LOSS_PCT = 5.0
+
+
+def scenario(loss_pct: float = 0.0):
+    return parse_scenario(f"""
+name: fidelity
+seed: 3
+datacenters:
+  - {{name: a, lat: 0, lon: 0, racks: 1, workers_per_rack: 1}}
+  - {{name: b, lat: 0, lon: 10, racks: 1, workers_per_rack: 1}}
+wan:
+  default: {{bandwidth_mbps: {WAN_MBPS}, delay_ms: {WAN_DELAY_MS}, loss_pct: {loss_pct}}}
+intra_dc:
+  access: {{bandwidth_mbps: 100, delay_ms: 0}}
+  uplink: {{bandwidth_mbps: 100, delay_ms: 0}}
+scheme: iperf
+iterations: 1
+""", "<fidelity>")
+
+
+@pytest.fixture(scope="module")
+def wan(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("fidelity")
+    with started_network(RunOptions("<fidelity>", prefix="t"), scenario(), run_dir) as env:
+        env["run_dir"] = run_dir
+        yield env
+
+
+def _hosts(env):
+    net, g = env["net"], env["graph"]
+    return net["th1r1w1"], net["th2r1w1"], g.nodes["th2r1w1"]["ip"]
+
+
+def iperf(env, args: str, port: int) -> dict:
+    src, dst, dst_ip = _hosts(env)
+    server = dst.popen(["iperf3", "-s", "-1", "-p", str(port)])
+    try:
+        time.sleep(0.3)
+        out = src.cmd(f"iperf3 -c {dst_ip} -p {port} -J {args}")
+        doc = json.loads(out[out.index("{"):])
+        assert "error" not in doc, doc["error"]
+        return doc
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_rtt_matches_configuration(wan):
+    (r,) = health.measure_wan_rtts(wan["net"], wan["graph"], count=20, interval_s=0.1)
+    assert r["configured_rtt_ms"] == pytest.approx(2 * WAN_DELAY_MS)
+    assert r["received"] == 20
+    print(f"RTT measured avg {r['avg_ms']} ms min {r['min_ms']} vs configured {r['configured_rtt_ms']}")
+    assert health.within_tolerance(r["avg_ms"], r["configured_rtt_ms"]), r
+
+
+def test_udp_goodput_is_the_bottleneck_rate(wan):
+    doc = iperf(wan, "-u -b 12M -l 1400 -t 5", 5301)
+    s = doc["end"]["sum"]
+    # receiver-side payload rate: bytes that arrived over the test time
+    recv_mbps = (s["packets"] - s["lost_packets"]) * 1400 * 8 / s["seconds"] / 1e6
+    print(f"UDP: offered 12 Mbps, received {recv_mbps:.2f} Mbps payload over a {WAN_MBPS} Mbps WAN")
+    assert recv_mbps == pytest.approx(WAN_MBPS, rel=0.10)
+
+
+def test_tcp_goodput_is_the_bottleneck_rate(wan):
+    doc = iperf(wan, "-t 8 -O 2", 5302)
+    got = doc["end"]["sum_received"]["bits_per_second"] / 1e6
+    print(f"TCP: {got:.2f} Mbps over a {WAN_MBPS} Mbps WAN, retransmits "
+          f"{doc['end']['sum_sent'].get('retransmits')}")
+    assert got == pytest.approx(WAN_MBPS, rel=0.10)
+
+
+def test_bandwidth_change_mid_run_shows_in_link_counters(wan):
+    net, g = wan["net"], wan["graph"]
+    edge = ("tg1", "tg2")
+    intf = f"tg1-eth{g.edges[edge]['ports']['tg1']}"
+    path = wan["run_dir"] / "counters.csv"
+    sampler = counters.CounterSampler(path, [counters.Source("self", {intf: "tg1"})]).start()
+    driver = ScheduleDriver(g, [BandwidthEvent(3.0, edge, 3.0)], {}, wan["run_dir"] / "bw.jsonl")
+    try:
+        src, dst, dst_ip = _hosts(wan)
+        server = dst.popen(["iperf3", "-s", "-1", "-p", "5303"])
+        time.sleep(0.3)
+        driver.start()
+        t0 = time.monotonic()
+        src.cmd(f"iperf3 -c {dst_ip} -p 5303 -u -b 12M -l 1400 -t 6")
+        server.kill()
+        server.wait()
+    finally:
+        driver.stop()
+        sampler.stop()
+        driver2 = ScheduleDriver(g, [BandwidthEvent(0.0, edge, WAN_MBPS)], {}, wan["run_dir"] / "bw.jsonl")
+        driver2.start()
+        driver2.join(5)
+    assert driver.applied and driver.error is None
+    rows = counters.read_csv(path)
+    pts = [(float(r["t_mono"]), int(r["tx_bytes"])) for r in rows]
+
+    def mbps_between(a, b):
+        (ta, ba) = min(pts, key=lambda p: abs(p[0] - (t0 + a)))
+        (tb, bb) = min(pts, key=lambda p: abs(p[0] - (t0 + b)))
+        return 8 * (bb - ba) / (tb - ta) / 1e6
+
+    before, after = mbps_between(1.0, 2.8), mbps_between(4.0, 5.8)
+    print(f"WAN egress (L2 bytes): {before:.2f} Mbps before, {after:.2f} Mbps after the change to 3 Mbps")
+    assert before == pytest.approx(WAN_MBPS, rel=0.10)
+    assert after == pytest.approx(3.0, rel=0.10)
+
+
+def binomial_two_sided_bound(n: int, p: float, conf: float = 0.999) -> tuple[int, int]:
+    """Smallest [lo, hi] with P(lo <= X <= hi) >= conf for X ~ Binomial(n, p), equal tails."""
+    pmf = [math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)]
+    tail = (1 - conf) / 2
+    acc, lo = 0.0, 0
+    while acc + pmf[lo] <= tail:
+        acc += pmf[lo]
+        lo += 1
+    acc, hi = 0.0, n
+    while acc + pmf[hi] <= tail:
+        acc += pmf[hi]
+        hi -= 1
+    return lo, hi
+
+
+def test_binomial_bound_helper():
+    lo, hi = binomial_two_sided_bound(3000, 0.05)
+    assert lo < 150 < hi and 100 < lo and hi < 200
+
+
+def test_udp_loss_matches_configuration(tmp_path):
+    with started_network(RunOptions("<fidelity>", prefix="t"), scenario(LOSS_PCT), tmp_path) as env:
+        n = 3000
+        doc = iperf(env, f"-u -b 2M -l 1000 -k {n}", 5304)
+    s = doc["end"]["sum"]
+    lo, hi = binomial_two_sided_bound(s["packets"], LOSS_PCT / 100)
+    print(f"UDP loss: {s['lost_packets']} of {s['packets']} ({s['lost_percent']:.2f} %), "
+          f"configured {LOSS_PCT} %, 99.9 % bound [{lo}, {hi}]")
+    assert s["packets"] == n
+    assert lo <= s["lost_packets"] <= hi
