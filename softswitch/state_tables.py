@@ -153,8 +153,8 @@ class Table:
 
     def _lookup_lpm_single(self, key):
         v = key[0]
-        for mask, d in self._lpm_levels:
-            r = d.get(v & mask)
+        for mask, get in self._lpm_levels:
+            r = get(v & mask)
             if r is not None:
                 return r
         return self._miss
@@ -163,8 +163,8 @@ class Table:
         i = self._lpm_index
         v = key[i]
         rest = key[:i] + key[i + 1:]
-        for mask, d in self._lpm_levels:
-            r = d.get((v & mask, rest))
+        for mask, get in self._lpm_levels:
+            r = get((v & mask, rest))
             if r is not None:
                 return r
         return self._miss
@@ -391,7 +391,8 @@ class Table:
 
     def _rebuild_lpm_levels(self):
         w = self.keys[self._lpm_index].width
-        self._lpm_levels = [(_prefix_mask(w, p), self._lpm[p]) for p in sorted(self._lpm, reverse=True)]
+        # (mask, bound dict.get) per present prefix length, longest first
+        self._lpm_levels = [(_prefix_mask(w, p), self._lpm[p].get) for p in sorted(self._lpm, reverse=True)]
 
     def modify(self, handle: int, action_name: str, args=()):
         self._mutable("table_modify")
