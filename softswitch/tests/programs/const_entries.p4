@@ -92,7 +92,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
     table classify {
         key = {
             hdr.udp.dstPort: ternary @name("dport");
-            hdr.ipv4.dstAddr[31:24]: exact;
+            hdr.ipv4.dstAddr[31:24]: ternary;
         }
         actions = {
             set_class;
