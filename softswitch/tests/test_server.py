@@ -269,3 +269,40 @@ def test_half_closed_client_gets_every_reply(server):
         data += chunk
     s.close()
     assert data == b"OK 0\nOK 9\nagg[3]= 7"
+
+
+def test_cli_interactive_with_a_tty(server):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:   # child: the CLI on a terminal
+        os.chdir(REPO)
+        os.execv(sys.executable, [sys.executable, "-m", "softswitch.cli", "--thrift-port", str(server.port)])
+
+    def read_until(token, timeout=20):
+        buf, end = b"", time.time() + timeout
+        while token not in buf and time.time() < end:
+            try:
+                buf += os.read(fd, 4096)
+            except OSError:
+                break
+        return buf
+
+    try:
+        assert read_until(b"RuntimeCmd: ").startswith(b"Control utility for runtime P4 table manipulation")
+        os.write(fd, b"register_write agg 2 11\n")
+        read_until(b"RuntimeCmd: ")
+        os.write(fd, b"register_read agg 2\n")
+        assert b"agg[2]= 11" in read_until(b"RuntimeCmd: ")
+        os.write(fd, b"\x04")                       # Ctrl-D ends the session
+        for _ in range(200):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        assert done and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        pid = None
+    finally:
+        if pid is not None:                          # our own child only, by PID
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
