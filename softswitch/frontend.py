@@ -1,0 +1,127 @@
+"""P4-16 front end: preprocess, parse (lark, LALR), check, and return the typed AST.
+
+    prog = load("basic.p4", defines={"N": "4"}, include_dirs=["include"])
+
+Every problem is raised as `softswitch.errors.P4Error` pointing at the
+original file, line and column.
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+import lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from softswitch import p4ast
+from softswitch.errors import P4Error
+from softswitch.preprocess import Source, preprocess
+
+GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
+
+# Names that denote types, found before parsing so the lexer can tell `H x;`
+# from `a = b;` (the same trick p4c's lexer uses).
+_TYPE_DECL = re.compile(
+    r"\b(?:header|header_union|struct|parser|control|package)\s+([A-Za-z_]\w*)"
+    r"|\benum\s+(?:(?:bit|int)\s*<[^>]*>\s*|[A-Za-z_]\w*\s+(?=[A-Za-z_]))?([A-Za-z_]\w*)\s*\{"
+    r"|\bextern\s+([A-Za-z_]\w*)\s*(?:<[^>{;(]*>\s*)?\{"
+    r"|\b(?:typedef|type)\b[^;{}]*?([A-Za-z_]\w*)\s*;")
+# Type parameters: `extern register<T, I>`, `void hash<O, T, D, M>(`, `parser Parser<H, M>(`.
+_TYPE_PARAMS = re.compile(r"\b(?:extern|parser|control|package)\s+[A-Za-z_]\w*\s*<([^<>;{}()]*)>"
+                          r"|\b[A-Za-z_]\w*\s*<([A-Z][\w\s,]*)>\s*\(")
+
+_NAMES_HOLDER: dict = {"types": frozenset()}
+
+
+def _scan_type_names(text: str) -> frozenset:
+    names = set()
+    for m in _TYPE_DECL.finditer(text):
+        names.add(next(g for g in m.groups() if g))
+    for m in _TYPE_PARAMS.finditer(text):
+        for part in (m.group(1) or m.group(2)).split(","):
+            part = part.strip()
+            if re.fullmatch(r"[A-Za-z_]\w*", part):
+                names.add(part)
+    return frozenset(names)
+
+
+def _classify_ident(token: lark.Token) -> lark.Token:
+    if token.value in _NAMES_HOLDER["types"]:
+        token.type = "TYPE_IDENT"
+    return token
+
+
+@lru_cache(maxsize=1)
+def _parser() -> lark.Lark:
+    with open(GRAMMAR, encoding="utf-8") as f:
+        grammar = f.read()
+    # cache=True keeps the built LALR tables in the temp dir: ~10x faster start-up.
+    return lark.Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, cache=True,
+                     maybe_placeholders=False, lexer_callbacks={"IDENT": _classify_ident})
+
+
+# What a user should read instead of lark's terminal names.
+_TOKEN_WORDS = {
+    "SEMICOLON": "';'", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('", "RPAR": "')'",
+    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "DOT": "'.'", "LSQB": "'['", "RSQB": "']'",
+    "IDENT": "a name", "TYPE_IDENT": "a type name", "NUMBER": "a number", "STRING": "a string",
+    "MORETHAN": "'>'", "LESSTHAN": "'<'", "SHR_GT": "'>'", "GENERIC_LT": "'<'",
+}
+
+
+def _describe(token: lark.Token) -> str:
+    if token.type == "$END":
+        return "end of input"
+    if token.type == "TYPE_IDENT":
+        return f"type name '{token.value}'"
+    return f"'{token.value}'"
+
+
+def _expected(expected) -> str:
+    words = sorted({_TOKEN_WORDS.get(e, f"'{e[3:].lower()}'" if e.startswith("KW_") else e)
+                    for e in expected})
+    if len(words) > 6:
+        return ""
+    return " (expected " + ", ".join(words) + ")"
+
+
+def parse(source: Source) -> lark.Tree:
+    """Parse preprocessed text into a lark tree; syntax errors become P4Error."""
+    _NAMES_HOLDER["types"] = _scan_type_names(source.text)
+    try:
+        return _parser().parse(source.text)
+    except UnexpectedToken as e:
+        tok = e.token
+        if tok.type == "$END":
+            loc = source.loc(len(source.line_map), 1)
+            raise source.error(loc, "syntax error: unexpected end of input") from None
+        loc = source.loc(tok.line, tok.column)
+        raise source.error(loc, f"syntax error: unexpected {_describe(tok)}"
+                                f"{_expected(e.expected)}") from None
+    except UnexpectedCharacters as e:
+        loc = source.loc(e.line, e.column)
+        raise source.error(loc, f"syntax error: unexpected character '{e.char}'") from None
+    except UnexpectedEOF:
+        loc = source.loc(len(source.line_map), 1)
+        raise source.error(loc, "syntax error: unexpected end of input") from None
+    except UnexpectedInput as e:  # any other lark complaint still gets a position
+        loc = source.loc(getattr(e, "line", 0), getattr(e, "column", 0))
+        raise source.error(loc, f"syntax error: {e}") from None
+
+
+def load_source(source: Source) -> p4ast.Program:
+    from softswitch.typecheck import check_program  # late import: keeps parse() usable alone
+    return check_program(parse(source), source)
+
+
+def load(path, defines: dict | None = None, include_dirs=()) -> p4ast.Program:
+    """Load and check a P4-16 v1model program from a file."""
+    return load_source(preprocess(path=str(path), defines=defines, include_dirs=include_dirs))
+
+
+def load_string(text: str, filename: str = "<string>", defines: dict | None = None,
+                include_dirs=()) -> p4ast.Program:
+    """Load and check a P4-16 program given as text (`filename` names it in errors)."""
+    return load_source(preprocess(text=text, filename=filename, defines=defines,
+                                  include_dirs=include_dirs))
