@@ -289,7 +289,7 @@ class V1Gen:
         leaves = flatten(data)
         tname = getattr(data.type, "name", "digest")
         vals = "(" + "".join(g.expr(x) + ", " for x in leaves) + ")"
-        g.line(f"_P.digests.append(({tname!r}, {g.expr(receiver)}, {vals}))")
+        g.line(f"_P.digests.append(({tname!r}, {vals}))")
 
     def f_random(self, g, e, result, lo, hi):
         g.assign(result, f"_p4_random({g.expr(lo)}, {g.expr(hi)})")
