@@ -25,6 +25,8 @@ allocates nothing beyond the caller's key tuple.
 """
 from __future__ import annotations
 
+from bisect import insort
+
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 HANDLE_VERSION_SHIFT = 24
 HANDLE_SLOT_MASK = (1 << HANDLE_VERSION_SHIFT) - 1
@@ -98,6 +100,11 @@ class Entry:
                 f"action={self.action.name}, args={self.args!r}, priority={self.priority})")
 
 
+def _scan_order(e):
+    # BMv2 EntryList: lowest priority value first; on a tie, the lowest handle slot
+    return e.priority, e.handle & HANDLE_SLOT_MASK
+
+
 def _prefix_mask(width: int, plen: int) -> int:
     return ((1 << plen) - 1) << (width - plen)
 
@@ -134,8 +141,22 @@ class Table:
             self.lookup = self._lookup_exact
         elif self.match_type == "lpm":
             self.lookup = self._lookup_lpm_single if len(self.keys) == 1 else self._lookup_lpm_multi
-        else:
+        elif "range" in kinds:
             self.lookup = self._lookup_scan
+        else:
+            # ternary-like keys only: the key tuple is packed into one int so
+            # each entry costs one `&` and one `==` (offsets: last key lowest)
+            self._shifts = []
+            off = 0
+            for k in reversed(self.keys):
+                self._shifts.insert(0, off)
+                off += k.width
+            if len(self.keys) == 1:
+                self.lookup = self._lookup_packed_single
+            else:
+                expr = " | ".join(f"(k[{i}] << {sh})" if sh else f"k[{i}]" for i, sh in enumerate(self._shifts))
+                self._pack = eval(f"lambda k: {expr}")   # built once per table from integers only
+                self.lookup = self._lookup_packed
         if default_action is None:
             default_action = ActionSpec("NoAction")
         self.default_action = default_action
@@ -166,6 +187,20 @@ class Table:
         for mask, get in self._lpm_levels:
             r = get((v & mask, rest))
             if r is not None:
+                return r
+        return self._miss
+
+    def _lookup_packed_single(self, key):
+        k = key[0]
+        for v, m, r in self._flat:
+            if k & m == v:
+                return r
+        return self._miss
+
+    def _lookup_packed(self, key):
+        k = self._pack(key)
+        for v, m, r in self._flat:
+            if k & m == v:
                 return r
         return self._miss
 
@@ -373,8 +408,8 @@ class Table:
                         ranges.append((i, m[0], m[1]))
             e._checks = tuple(checks)
             e._ranges = tuple(ranges)
-            self._sorted.append(e)
-            self._sorted.sort(key=lambda x: (x.priority, x.handle & HANDLE_SLOT_MASK))
+            insort(self._sorted, e, key=_scan_order)
+            self._rebuild_flat()
 
     def _unindex(self, e: Entry):
         if self.match_type == "exact":
@@ -388,6 +423,19 @@ class Table:
                 self._rebuild_lpm_levels()
         else:
             self._sorted.remove(e)
+            self._rebuild_flat()
+
+    def _rebuild_flat(self):
+        if not hasattr(self, "_shifts"):
+            return
+        flat = []
+        for e in self._sorted:
+            v = m = 0
+            for i, ev, em in e._checks:
+                v |= ev << self._shifts[i]
+                m |= em << self._shifts[i]
+            flat.append((v, m, e.result))
+        self._flat = flat
 
     def _rebuild_lpm_levels(self):
         w = self.keys[self._lpm_index].width
@@ -421,6 +469,7 @@ class Table:
         self._lpm = {}
         self._lpm_levels = []
         self._sorted = []
+        self._flat = []
 
     def clear(self):
         self._mutable("table_clear")

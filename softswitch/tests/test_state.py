@@ -243,6 +243,37 @@ def test_ternary_range_matches_reference(entries, keys):
             assert e.handle == matching[0][6]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 15),
+                          st.integers(0, 4095), st.integers(0, 12), st.integers(0, 3)), max_size=25),
+       st.lists(st.tuples(st.integers(0, 255), st.integers(0, 15), st.integers(0, 4095)),
+                min_size=1, max_size=25))
+def test_packed_ternary_exact_lpm_matches_reference(entries, keys):
+    """Tables without range keys take the packed-key path: same answers as a
+    brute-force model, including after deletes."""
+    t = table([("ternary", 8), ("exact", 4), ("lpm", 12)], size=100)
+    model = {}
+    for v, m, x, p, plen, prio in entries:
+        pm = ((1 << plen) - 1) << (12 - plen)
+        try:
+            h = t.add([(v, m), x, (p, plen)], "set", [prio], priority=prio)
+        except TableError as e:
+            assert e.code == "DUPLICATE_ENTRY"
+            continue
+        model[h] = (prio, h & 0xFFFFFF, v & m, m, x, p & pm, pm)
+    for i, h in enumerate(list(model)):
+        if i % 3 == 0:
+            t.delete(h)
+            del model[h]
+    for k0, k1, k2 in keys:
+        matching = sorted((x[0], x[1], h) for h, x in model.items()
+                          if k0 & x[3] == x[2] and k1 == x[4] and k2 & x[6] == x[5])
+        hit, _, _, e = t.lookup((k0, k1, k2))
+        assert hit == bool(matching)
+        if hit:
+            assert e.handle == matching[0][2]
+
+
 def test_lpm_in_ternary_table_acts_as_mask():
     t = table([("lpm", 32), ("ternary", 8)])
     t.add([(ip("10.0.0.0"), 8), (0, 0)], "set", [1], priority=2)
