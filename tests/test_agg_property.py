@@ -64,7 +64,7 @@ def test_exact_sum_under_faults_model(layout, window, length, loss, dup, reorder
     run_case("model", layout, window, length, loss, dup, reorder_ms, seed)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**schedules)
 def test_exact_sum_under_faults_p4(layout, window, length, loss, dup, reorder_ms, seed):
     run_case("softswitch", layout, window, min(length, 100), loss, dup, reorder_ms, seed)
