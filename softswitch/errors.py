@@ -37,7 +37,7 @@ class P4Error(Exception):
 
     def format(self) -> str:
         """`file:line:col: message`, then the source line and a caret under col."""
-        head = f"{self.loc}: {self.message}"
+        head = f"{self.loc}: {self.message}" if self.loc.line else f"{self.loc.file}: {self.message}"
         text = self._line_text()
         if text is None:
             return head

@@ -86,6 +86,26 @@ def _expected(expected) -> str:
     return " (expected " + ", ".join(words) + ")"
 
 
+_KEYWORDS = {"if", "else", "return", "exit", "apply", "state", "transition", "select", "const",
+             "action", "table", "key", "actions", "default", "true", "false", "in", "out", "inout"}
+
+
+def _unknown_type(text: str, tok, expected):
+    """(name, line, col) when a syntax error is really an undeclared type name:
+    `foo_t x;` lexes as two plain names because foo_t was never declared."""
+    if tok.type == "IDENT" and "TYPE_IDENT" in expected:
+        return str(tok), tok.line, tok.column
+    if tok.type not in ("IDENT", "TYPE_IDENT"):
+        return None
+    m = re.search(r"([A-Za-z_]\w*)(\s+)$", text[:tok.start_pos])
+    if not m or m.group(1) in _KEYWORDS or m.group(1) in _NAMES_HOLDER["types"]:
+        return None
+    start = m.start(1)
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return m.group(1), line, col
+
+
 def parse(source: Source) -> lark.Tree:
     """Parse preprocessed text into a lark tree; syntax errors become P4Error."""
     _NAMES_HOLDER["types"] = _scan_type_names(source.text)
@@ -96,9 +116,16 @@ def parse(source: Source) -> lark.Tree:
         if tok.type == "$END":
             loc = source.loc(len(source.line_map), 1)
             raise source.error(loc, "syntax error: unexpected end of input") from None
+        unknown = _unknown_type(source.text, tok, e.expected)
+        if unknown is not None:
+            name, line, col = unknown
+            raise source.error(source.loc(line, col), f"unknown type '{name}'") from None
         loc = source.loc(tok.line, tok.column)
-        raise source.error(loc, f"syntax error: unexpected {_describe(tok)}"
-                                f"{_expected(e.expected)}") from None
+        hint = _expected(e.expected)
+        before = source.text[:tok.start_pos].rstrip()
+        if "SEMICOLON" in e.expected and before.count("\n") + 1 < tok.line and not before.endswith(";"):
+            hint = " (missing ';' at the end of the line before?)"
+        raise source.error(loc, f"syntax error: unexpected {_describe(tok)}{hint}") from None
     except UnexpectedCharacters as e:
         loc = source.loc(e.line, e.column)
         raise source.error(loc, f"syntax error: unexpected character '{e.char}'") from None

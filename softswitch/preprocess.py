@@ -99,8 +99,7 @@ class _Preprocessor:
             candidate = os.path.join(d, name)
             if os.path.isfile(candidate):
                 return os.path.normpath(candidate)
-        raise P4Error(loc, f"cannot find include file '{name}' (searched: {', '.join(dirs)}); "
-                           f"add its folder with -I DIR", line)
+        raise P4Error(loc, f"cannot find include file '{name}' (add its folder with -I DIR)", line)
 
     def run_file(self, path: str, text: str, depth: int = 0) -> None:
         raw_lines = text.split("\n")

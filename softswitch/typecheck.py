@@ -184,11 +184,17 @@ class Checker(ExprMixin, TableMixin):
                 raise self.error(decl, f"unsupported: top-level {decl.data.replace('_', ' ')}")
             handler(decl)
         if not self.program.main:
-            raise P4Error(self.source.loc(len(self.source.line_map), 1),
+            raise self.error_at(self.end_of_main_file(),
                           "no 'main' package: end the program with V1Switch(MyParser(), "
                           "MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeChecksum(), "
                           "MyDeparser()) main;")
         return self.program
+
+    def end_of_main_file(self) -> A.Loc:
+        main_file = self.source.line_map[-1][0] if self.source.line_map else "<input>"
+        lines = self.source.files.get(main_file, [])
+        last = max((i for i, text in enumerate(lines, 1) if text.strip()), default=1)
+        return A.Loc(main_file, last, 1)
 
     def d_empty_decl(self, tree):
         pass
