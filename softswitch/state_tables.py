@@ -137,6 +137,16 @@ class Table:
             self.match_type = "exact"
         self.needs_priority = self.match_type in ("ternary", "range")
         self._lpm_index = kinds.index("lpm") if self.match_type == "lpm" else -1
+        # lpm and ternary-like tables pack the key tuple into one int (first key
+        # highest), so a lookup step is one `&` and one dict probe or compare
+        self._shifts = []
+        off = 0
+        for k in reversed(self.keys):
+            self._shifts.insert(0, off)
+            off += k.width
+        if len(self.keys) > 1:
+            expr = " | ".join(f"(k[{i}] << {sh})" if sh else f"k[{i}]" for i, sh in enumerate(self._shifts))
+            self._pack = eval(f"lambda k: {expr}")   # built once per table from integers only
         if self.match_type == "exact":
             self.lookup = self._lookup_exact
         elif self.match_type == "lpm":
@@ -144,19 +154,7 @@ class Table:
         elif "range" in kinds:
             self.lookup = self._lookup_scan
         else:
-            # ternary-like keys only: the key tuple is packed into one int so
-            # each entry costs one `&` and one `==` (offsets: last key lowest)
-            self._shifts = []
-            off = 0
-            for k in reversed(self.keys):
-                self._shifts.insert(0, off)
-                off += k.width
-            if len(self.keys) == 1:
-                self.lookup = self._lookup_packed_single
-            else:
-                expr = " | ".join(f"(k[{i}] << {sh})" if sh else f"k[{i}]" for i, sh in enumerate(self._shifts))
-                self._pack = eval(f"lambda k: {expr}")   # built once per table from integers only
-                self.lookup = self._lookup_packed
+            self.lookup = self._lookup_packed_single if len(self.keys) == 1 else self._lookup_packed
         if default_action is None:
             default_action = ActionSpec("NoAction")
         self.default_action = default_action
@@ -181,11 +179,9 @@ class Table:
         return self._miss
 
     def _lookup_lpm_multi(self, key):
-        i = self._lpm_index
-        v = key[i]
-        rest = key[:i] + key[i + 1:]
+        k = self._pack(key)
         for mask, get in self._lpm_levels:
-            r = get((v & mask, rest))
+            r = get(k & mask)
             if r is not None:
                 return r
         return self._miss
@@ -315,8 +311,12 @@ class Table:
         if self.match_type == "lpm":
             i = self._lpm_index
             v, plen = match[i]
-            rest = match[:i] + match[i + 1:]
-            return plen, (v if len(self.keys) == 1 else (v, rest))
+            if len(self.keys) == 1:
+                return plen, v
+            packed = 0
+            for j, (m, sh) in enumerate(zip(match, self._shifts)):
+                packed |= (v if j == i else m) << sh
+            return plen, packed
         return None
 
     def _mutable(self, what: str):
@@ -426,7 +426,7 @@ class Table:
             self._rebuild_flat()
 
     def _rebuild_flat(self):
-        if not hasattr(self, "_shifts"):
+        if self.lookup == self._lookup_scan:
             return
         flat = []
         for e in self._sorted:
@@ -438,9 +438,13 @@ class Table:
         self._flat = flat
 
     def _rebuild_lpm_levels(self):
-        w = self.keys[self._lpm_index].width
+        i = self._lpm_index
+        w = self.keys[i].width
+        # exact keys compare whole, the lpm key its prefix (packed layout for multi-key)
+        others = sum(((1 << k.width) - 1) << sh for j, (k, sh) in enumerate(zip(self.keys, self._shifts)) if j != i)
         # (mask, bound dict.get) per present prefix length, longest first
-        self._lpm_levels = [(_prefix_mask(w, p), self._lpm[p].get) for p in sorted(self._lpm, reverse=True)]
+        self._lpm_levels = [((_prefix_mask(w, p) << self._shifts[i]) | others, self._lpm[p].get)
+                            for p in sorted(self._lpm, reverse=True)]
 
     def modify(self, handle: int, action_name: str, args=()):
         self._mutable("table_modify")

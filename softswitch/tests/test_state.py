@@ -172,6 +172,26 @@ def test_lpm_matches_reference(prefixes, keys):
             assert e.handle == ref[(e.match[0][0], best)] and args == (best,)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 255), st.integers(0, 8), st.integers(0, 1)),
+                max_size=30),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 255), st.integers(0, 1)), min_size=1, max_size=30))
+def test_lpm_between_exact_keys_matches_reference(entries, keys):
+    t = table([("exact", 2), ("lpm", 8), ("exact", 1)], size=100)
+    ref = {}
+    for a, v, p, b in entries:
+        mask = ((1 << p) - 1) << (8 - p)
+        if (a, v & mask, p, b) not in ref:
+            ref[(a, v & mask, p, b)] = t.add([a, (v, p), b], "set", [p])
+    for a, k, b in keys:
+        cands = [(p, h) for (ea, ev, p, eb), h in ref.items()
+                 if ea == a and eb == b and k & (((1 << p) - 1) << (8 - p)) == ev]
+        hit, _, _, e = t.lookup((a, k, b))
+        assert hit == bool(cands)
+        if hit:
+            assert e.handle == max(cands)[1]
+
+
 # ---------------------------------------------------------------- ternary / range / optional
 def test_ternary_lowest_priority_number_wins_ties_go_to_lowest_handle():
     t = table([("ternary", 16)])
