@@ -110,6 +110,9 @@ def _prefix_mask(width: int, plen: int) -> int:
 
 
 class Table:
+    """``lookup(key)`` takes a tuple of unsigned ints, one per key, each
+    within its key's width (the compiler masks signed and bool keys)."""
+
     def __init__(self, name: str, keys, actions, size: int | None = None,
                  default_action: ActionSpec | None = None, default_args=(),
                  const_default: bool = False, const_entries: bool = False,
@@ -242,11 +245,9 @@ class Table:
         if c:
             raise TableError("INVALID_ACTION_NAME",
                              f"action name {action_name} is ambiguous in table {self.name}: {', '.join(c)}")
-        if a is None:
-            raise TableError("INVALID_ACTION_NAME",
-                             f"table {self.name} has no action {action_name}; "
-                             f"its actions are: {', '.join(sorted(self.actions))}")
-        return a
+        raise TableError("INVALID_ACTION_NAME",
+                         f"table {self.name} has no action {action_name}; "
+                         f"its actions are: {', '.join(sorted(self.actions))}")
 
     def _check_args(self, action: ActionSpec, args) -> tuple:
         args = tuple(int(a) for a in args)
