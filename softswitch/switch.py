@@ -167,6 +167,7 @@ class Switch:
         sm.egress_global_timestamp = now
         P = Packet(sm, Pin.plen, now, self.digests, self.logs)
         P.payload = Pin.payload
+        P.truncate = Pin.truncate     # truncate() in ingress applies on the way out
         p.egress(P, hdr, meta, sm)
         if P.clone_sess is not None:
             sess_port = self.state.mirroring.sessions.get(P.clone_sess)
