@@ -221,7 +221,7 @@ class Table:
         return self._count
 
     def entries(self) -> list[Entry]:
-        return sorted((e for e in self._slots if e is not None), key=lambda e: e.handle)
+        return [e for e in self._slots if e is not None]   # slot order, as BMv2 iterates handles
 
     def get_entry(self, handle: int) -> Entry:
         slot = handle & HANDLE_SLOT_MASK
