@@ -25,7 +25,8 @@ allocates nothing beyond the caller's key tuple.
 """
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect, bisect_left
+from heapq import heappop, heappush
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 HANDLE_VERSION_SHIFT = 24
@@ -165,6 +166,7 @@ class Table:
         self._initial_default = (default_action, self.default_args)
         self._miss = (False, default_action, self.default_args, None)
         self._slots: list[Entry | None] = []
+        self._free: list[int] = []     # heap of free slots: BMv2 hands out the lowest
         self._versions: list[int] = []
         self._count = 0
         self._clear_indexes()
@@ -355,8 +357,10 @@ class Table:
         self._check_duplicate(match, priority)
         if self._count >= self.size:
             raise TableError("TABLE_FULL", f"table {self.name} is full ({self.size} entries, its declared size)")
-        slot = next((i for i, e in enumerate(self._slots) if e is None), len(self._slots))
-        if slot == len(self._slots):
+        if self._free:
+            slot = heappop(self._free)
+        else:
+            slot = len(self._slots)
             self._slots.append(None)
             self._versions.append(0)
         handle = (self._versions[slot] << HANDLE_VERSION_SHIFT) | slot
@@ -377,11 +381,11 @@ class Table:
                                  f"table {self.name} already has an entry with this match key "
                                  f"(handle {found[3].handle}): use table_modify")
         else:
-            for e in self._sorted:
-                if e.match == match and e.priority == priority:
-                    raise TableError("DUPLICATE_ENTRY",
-                                     f"table {self.name} already has an entry with this match key and "
-                                     f"priority (handle {e.handle}): use table_modify")
+            e = self._by_key.get((match, priority))
+            if e is not None:
+                raise TableError("DUPLICATE_ENTRY",
+                                 f"table {self.name} already has an entry with this match key and "
+                                 f"priority (handle {e.handle}): use table_modify")
 
     def _index(self, e: Entry):
         if self.match_type == "exact":
@@ -409,8 +413,11 @@ class Table:
                         ranges.append((i, m[0], m[1]))
             e._checks = tuple(checks)
             e._ranges = tuple(ranges)
-            insort(self._sorted, e, key=_scan_order)
-            self._rebuild_flat()
+            # same position in both lists: O(n) per add, not a rebuild
+            i = bisect(self._sorted, _scan_order(e), key=_scan_order)
+            self._sorted.insert(i, e)
+            self._flat.insert(i, self._packed(e))
+            self._by_key[(e.match, e.priority)] = e
 
     def _unindex(self, e: Entry):
         if self.match_type == "exact":
@@ -423,20 +430,19 @@ class Table:
                 del self._lpm[plen]
                 self._rebuild_lpm_levels()
         else:
-            self._sorted.remove(e)
-            self._rebuild_flat()
+            i = bisect_left(self._sorted, _scan_order(e), key=_scan_order)
+            assert self._sorted[i] is e
+            del self._sorted[i]
+            del self._flat[i]
+            del self._by_key[(e.match, e.priority)]
 
-    def _rebuild_flat(self):
-        if self.lookup == self._lookup_scan:
-            return
-        flat = []
-        for e in self._sorted:
-            v = m = 0
-            for i, ev, em in e._checks:
-                v |= ev << self._shifts[i]
-                m |= em << self._shifts[i]
-            flat.append((v, m, e.result))
-        self._flat = flat
+    def _packed(self, e: Entry):
+        """(value, mask, result) over the packed key, for the packed scans."""
+        v = m = 0
+        for i, ev, em in e._checks:
+            v |= ev << self._shifts[i]
+            m |= em << self._shifts[i]
+        return v, m, e.result
 
     def _rebuild_lpm_levels(self):
         i = self._lpm_index
@@ -466,6 +472,7 @@ class Table:
         self._unindex(e)
         slot = handle & HANDLE_SLOT_MASK
         self._slots[slot] = None
+        heappush(self._free, slot)
         self._versions[slot] = (self._versions[slot] + 1) & 0xFF
         self._count -= 1
 
@@ -475,6 +482,7 @@ class Table:
         self._lpm_levels = []
         self._sorted = []
         self._flat = []
+        self._by_key = {}      # (match, priority) -> entry: BMv2's duplicate rule
 
     def clear(self):
         self._mutable("table_clear")
@@ -485,6 +493,7 @@ class Table:
             if e is not None:
                 self._versions[slot] = (self._versions[slot] + 1) & 0xFF
         self._slots = [None] * len(self._slots)
+        self._free = list(range(len(self._slots)))   # sorted, hence a valid heap
         self._count = 0
         self._clear_indexes()
 

@@ -485,3 +485,23 @@ def test_lookup_speed_is_packet_path_grade():
         t.lookup(k)
     per = (time.perf_counter() - t0) / len(keys)
     assert per < 5e-6, f"lpm lookup takes {per * 1e6:.2f} us"
+
+
+def test_bulk_adds_and_deletes_are_not_quadratic():
+    """Control planes push thousands of entries: adds/deletes must stay
+    near O(1) (exact) and O(n) memmove (ternary), not O(n) Python loops."""
+    import time
+    t0 = time.perf_counter()
+    ex = table([("exact", 32)], size=30000)
+    hs = [ex.add([i], "set", [1]) for i in range(20000)]
+    for h in hs[::2]:
+        ex.delete(h)
+    for i in range(10000):
+        ex.add([100000 + i], "set", [1])
+    tern = table([("ternary", 32)], size=10000)
+    for i in range(5000):
+        tern.add([(i, 0xFFFFFFFF)], "set", [1], priority=i % 97)
+    elapsed = time.perf_counter() - t0
+    assert ex.num_entries() == 20000 and tern.num_entries() == 5000
+    assert tern.lookup((4999,))[3].priority == 4999 % 97
+    assert elapsed < 4.0, f"bulk table updates took {elapsed:.1f}s"
