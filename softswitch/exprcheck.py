@@ -457,6 +457,7 @@ class ExprMixin:
         """Arguments checked against `sig`; type variables bound from explicit
         type arguments first, then from the arguments that have a known type."""
         params = sig.params
+        arg_trees = self.positional_args(tree, [p.name for p in params], arg_trees, what)
         if len(arg_trees) != len(params):
             raise self.error(tree, f"wrong number of arguments to {what}: expected {len(params)}, "
                                    f"got {len(arg_trees)}")
@@ -483,6 +484,30 @@ class ExprMixin:
             if isinstance(p.type, TypeVar) and isinstance(e.type, A.InfIntT) and p.type.name in binding:
                 args[i] = self.coerce(e, binding[p.type.name], f"argument '{p.name}' of {what}")
         return args, substitute(sig.ret, binding)
+
+    def positional_args(self, tree, names, arg_trees, what):
+        """Named arguments (`extract(hdr = h)`, as p4c prints programs) put in
+        parameter order; all or none of the arguments must be named."""
+        named = [isinstance(a, Tree) and a.data == "named_arg" for a in arg_trees]
+        if not any(named):
+            return arg_trees
+        if not all(named):
+            raise self.error(tree, f"arguments to {what} must be all named or all positional")
+        by_name = {}
+        for a in arg_trees:
+            pname = str(a.children[0].children[0])
+            if pname not in names:
+                raise self.error(a, f"{what} has no parameter named '{pname}' (parameters: {', '.join(names)})")
+            if pname in by_name:
+                raise self.error(a, f"argument '{pname}' of {what} is given twice")
+            by_name[pname] = a.children[1]
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise self.error(tree, f"missing argument '{missing[0]}' for {what}")
+        return [by_name[n] for n in names]
+
+    def x_named_arg(self, tree):
+        raise self.error(tree, "named argument outside of a call")
 
     def check_lvalue(self, e, tree, what: str):
         root = e

@@ -32,6 +32,7 @@ class BlockTypeT(A.Type):
     name: str
     kind: str  # 'parser' | 'control' | 'package'
     nparams: int = 0
+    param_names: tuple = ()
 
 
 @dataclass

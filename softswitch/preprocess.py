@@ -86,6 +86,7 @@ class _Preprocessor:
         self.macros: dict[str, str] = {}
         for name, value in (defines or {}).items():
             self.macros[name] = "1" if value is None or value == "" else str(value)
+        self.functions: dict[str, tuple[list, str]] = {}  # function-like macros: params, body
         self.include_dirs = [str(d) for d in include_dirs]
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
@@ -119,7 +120,8 @@ class _Preprocessor:
             i += 1
             m = _DIRECTIVE.match(line)
             if not m:
-                self.emit(self.expand(line) if active else "", path, first + 1)
+                self.emit(self.expand_line(line, Loc(path, first + 1, 1), raw_lines[first]) if active else "",
+                          path, first + 1)
                 for k in range(first + 1, i):
                     self.emit("", path, k + 1)
                 continue
@@ -169,6 +171,7 @@ class _Preprocessor:
                 if not ident:
                     raise P4Error(loc, "#undef needs a macro name", src)
                 self.macros.pop(ident.group(0), None)
+                self.functions.pop(ident.group(0), None)
             elif name == "error":
                 raise P4Error(loc, f"#error {rest}", src)
             elif name in ("warning", "pragma", "line", ""):
@@ -204,34 +207,92 @@ class _Preprocessor:
             raise P4Error(loc, "#define needs a macro name", src)
         name = m.group(0)
         body = rest[m.end():]
-        if body.startswith("("):
-            raise P4Error(loc, f"unsupported: function-like macro '{name}' "
-                               f"(use an object-like #define or a P4 const)", src)
+        if body.startswith("("):  # function-like: no space between name and '('
+            close = body.find(")")
+            params = [p.strip() for p in body[1:close].split(",")] if close > 0 else None
+            if params == [""]:
+                params = []
+            if params is None or not all(_IDENT.fullmatch(p) for p in params):
+                raise P4Error(loc, f"unsupported: macro parameters of '{name}' "
+                                   f"(only plain names, no '...')", src)
+            text = body[close + 1:].strip()
+            if "#" in text:
+                raise P4Error(loc, f"unsupported: '#' or '##' in macro '{name}'", src)
+            self.functions[name] = (params, text)
+            self.macros[name] = text
+            return
+        self.functions.pop(name, None)
         self.macros[name] = body.strip()
 
     # ---------------------------------------------------------------- macros
     def expand(self, text: str, hiding: frozenset = frozenset()) -> str:
-        """Replace object-like macros; a macro is not expanded inside itself."""
+        """Replace macros; a macro is not expanded inside its own expansion.
+        Function-like macros take balanced-parenthesis arguments on one line."""
         if not self.macros:
             return text
-
-        def repl(m: re.Match) -> str:
+        out, pos = [], 0
+        for m in _EXPANDABLE.finditer(text):
             word = m.group(0)
-            if word[0] == '"' or word not in self.macros or word in hiding:
-                return word
-            return self.expand(self.macros[word], hiding | {word})
+            if word[0] == '"' or word not in self.macros or word in hiding or m.start() < pos:
+                continue
+            if word in self.functions:
+                params, body = self.functions[word]
+                args, end = _call_args(text, m.end())
+                if args is None:
+                    continue  # the name without '(' is left alone, as cpp does
+                if len(args) != len(params) and not (not params and args == [""]):
+                    raise ValueError(f"macro '{word}' takes {len(params)} argument(s), got {len(args)}")
+                values = {p: self.expand(a.strip(), hiding) for p, a in zip(params, args)}
+                body = _EXPANDABLE.sub(lambda b: values.get(b.group(0), b.group(0)), body)
+                replacement = self.expand(body, hiding | {word})
+            else:
+                end = m.end()
+                replacement = self.expand(self.macros[word], hiding | {word})
+            out.append(text[pos:m.start()])
+            out.append(replacement)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
 
-        return _EXPANDABLE.sub(repl, text)
+    def expand_line(self, text: str, loc: Loc, src: str) -> str:
+        try:
+            return self.expand(text)
+        except ValueError as e:
+            raise P4Error(loc, str(e), src) from None
 
     def eval_condition(self, expr: str, loc: Loc, src: str) -> bool:
         # `defined` must be resolved before macro expansion rewrites its operand.
         expr = re.sub(r"\bdefined\s*\(\s*([A-Za-z_]\w*)\s*\)|\bdefined\s+([A-Za-z_]\w*)",
                       lambda m: "1" if (m.group(1) or m.group(2)) in self.macros else "0", expr)
-        expr = self.expand(expr)
         try:
+            expr = self.expand(expr)
             return _CondEval(expr).value() != 0
         except ValueError as e:
             raise P4Error(loc, f"bad #if expression '{expr.strip()}': {e}", src) from None
+
+
+def _call_args(text: str, pos: int):
+    """Arguments of a macro call starting at text[pos] (after the name):
+    (list of argument texts, end position) or (None, pos) without '('."""
+    i = pos
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    if i >= len(text) or text[i] != "(":
+        return None, pos
+    depth, args, start = 0, [], i + 1
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(text[start:j])
+                return args, j + 1
+        elif c == "," and depth == 1:
+            args.append(text[start:j])
+            start = j + 1
+    raise ValueError("unterminated macro call (arguments must be on one line)")
 
 
 class _CondEval:

@@ -16,6 +16,19 @@ MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 IGNORED_TABLE_PROPERTIES = ("support_timeout",)
 
 
+def _expr_key(e) -> str:
+    """A comparable spelling of a simple expression (paths, fields, indexes, constants)."""
+    if isinstance(e, A.PathExpr):
+        return e.name
+    if isinstance(e, A.Member):
+        return f"{_expr_key(e.expr)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{_expr_key(e.expr)}[{_expr_key(e.index)}]"
+    if isinstance(e, A.Literal):
+        return repr(e.value)
+    return f"<{id(e)}>"
+
+
 class TableMixin:
     # ---------------------------------------------------------------- keysets
     def keyset_elem(self, tree, key_type, what: str):
@@ -184,6 +197,15 @@ class TableMixin:
             self.lookup(aname, name_tree)
             raise self.error(name_tree, f"{what}: action '{aname}' is not in the actions of table '{table.name}'")
         data = [p for p in ref.action.params if not p.direction]
+        if len(arg_trees) == len(ref.action.params) and len(data) != len(arg_trees):
+            # p4c style: the in/out/inout arguments are repeated, e.g. my_drop(standard_metadata);
+            # they must be the ones bound in the actions list.
+            for p, at, bound in zip((p for p in ref.action.params if p.direction),
+                                    (t for p, t in zip(ref.action.params, arg_trees) if p.direction), ref.args):
+                if _expr_key(self.expr(at)) != _expr_key(bound):
+                    raise self.error(at, f"{what}: argument '{p.name}' of '{aname}' must be the one bound "
+                                         f"in the actions list")
+            arg_trees = [t for p, t in zip(ref.action.params, arg_trees) if not p.direction]
         if len(arg_trees) != len(data):
             raise self.error(name_tree, f"wrong number of arguments to action '{aname}' in {what}: "
                                         f"expected {len(data)}, got {len(arg_trees)}")

@@ -341,7 +341,8 @@ class Checker(ExprMixin, TableMixin):
         name = str(tree.children[1])
         rest = [c for c in tree.children[2:] if isinstance(c, Tree)]
         params = next(c for c in rest if c.data == "params")
-        bt = BlockTypeT(name, kind, len(params.children))
+        names = tuple(str(p.children[3].children[0]) for p in params.children)
+        bt = BlockTypeT(name, kind, len(params.children), names)
         self.declare(name, Sym("blocktype", bt), tree.children[1])
 
     def d_parser_type_decl(self, tree):
@@ -490,7 +491,7 @@ class Checker(ExprMixin, TableMixin):
             raise self.error(typ, f"unsupported: package {t.name} (the softswitch runs V1Switch)")
         if str(name.children[0]) != "main":
             raise self.error(name, "the V1Switch instance must be named 'main'")
-        args = list(args_tree.children)
+        args = self.positional_args(args_tree, list(t.param_names), list(args_tree.children), "'V1Switch'")
         if len(args) != len(V1SWITCH_SLOTS):
             raise self.error(args_tree if args else tree, f"wrong number of arguments to 'V1Switch': "
                                                           f"expected 6, got {len(args)}")

@@ -115,6 +115,12 @@ extern void clone_preserving_field_list(in CloneType type, in bit<32> session, b
 extern void resubmit_preserving_field_list(bit<8> index);
 extern void recirculate_preserving_field_list(bit<8> index);
 
+/* Older forms, still accepted by p4c (deprecated there): the data argument
+ * lists the metadata to preserve. */
+extern void resubmit<T>(in T data);
+extern void recirculate<T>(in T data);
+extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
+
 /* Keep only the first `length` bytes of the packet on output. */
 extern void truncate(in bit<32> length);
 

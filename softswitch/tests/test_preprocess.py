@@ -20,6 +20,14 @@ def test_self_referencing_macro_does_not_loop():
     assert lines(src)[1] == "A + 1"
 
 
+def test_function_like_macros():
+    text = ("#define IS(m) (m.x == 3)\n#define ADD(a, b) ((a) + (b))\n#define N 4\n#define E() 7\n"
+            "if (IS(sm)) y = ADD(N, f(1, 2)); IS\n" 'E() "IS(q)" ADD(ADD(1, 2), 3)\n')
+    out = lines(preprocess(text=text, filename="f.p4"))
+    assert out[4] == "if ((sm.x == 3)) y = ((4) + (f(1, 2))); IS"
+    assert out[5] == '7 "IS(q)" ((((1) + (2))) + (3))'
+
+
 def test_undef_removes_a_macro():
     src = preprocess(text="#define A 1\n#undef A\nA\n", filename="m.p4")
     assert lines(src)[2] == "A"
@@ -121,8 +129,9 @@ def test_line_continuation_joins_define():
     ("#include nothing\n", 1, '#include expects <file> or "file"'),
     ("#error stop here\n", 1, "#error stop here"),
     ("#frobnicate\n", 1, "unknown preprocessor directive #frobnicate"),
-    ("x\n  #define F(a) a\n", 2, "unsupported: function-like macro 'F' "
-                                 "(use an object-like #define or a P4 const)"),
+    ("x\n  #define F(a, 1) a\n", 2, "unsupported: macro parameters of 'F' (only plain names, no '...')"),
+    ("#define F(a) a\n\nF(1, 2)\n", 3, "macro 'F' takes 1 argument(s), got 2"),
+    ("#define F(a) a\nF((1, 2)\n", 2, "unterminated macro call (arguments must be on one line)"),
 ])
 def test_errors_name_file_and_line(text, line, message):
     with pytest.raises(P4Error) as e:
