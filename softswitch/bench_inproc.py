@@ -24,8 +24,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FORWARD_P4 = os.path.join(REPO_ROOT, "p4", "forward.p4")
 AGG_BENCH_P4 = os.path.join(REPO_ROOT, "softswitch", "tests", "programs", "agg_bench.p4")
 AGG_UDP_PORT = 48879
-FANIN = 4
-SLOTS = 64
+FANIN = 32   # 31 of 32 packets per slot take the read-add-write path
+SLOTS = 16
 
 
 def ipv4_checksum(h: bytes) -> int:

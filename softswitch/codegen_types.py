@@ -22,6 +22,7 @@ import struct
 from . import p4ast as A
 
 _CODES = ((8, "Q"), (4, "I"), (2, "H"), (1, "B"))
+_SIGNED_CODES = {8: "q", 4: "i", 2: "h", 1: "b"}
 
 
 def width_of(t: A.Type) -> int:
@@ -134,6 +135,13 @@ def chunk_layout(h: A.HeaderT):
     fmt, out, item = "!", [], 0
     for nbytes, flds in chunks:
         items, rest = [], nbytes
+        if len(flds) == 1 and flds[0][2] and nbytes in _SIGNED_CODES:
+            # a lone byte-aligned int<8/16/32/64>: struct reads and writes it signed,
+            # no sign extension in Python (the hot path of int32 gradient values)
+            fmt += _SIGNED_CODES[nbytes]
+            out.append((nbytes, [(item, nbytes)], [(flds[0][0], 0, flds[0][1], False, False)]))
+            item += 1
+            continue
         for size, code in _CODES:
             while rest >= size:
                 fmt += code
