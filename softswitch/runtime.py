@@ -22,6 +22,32 @@ from .state import StateError, SwitchState, TableError
 _OPERATION = {"mc": "PRE", "register": "register", "counter": "counter",
               "meter": "meter", "mirroring": "mirroring"}
 
+# simple_switch_CLI commands the softswitch does not implement, and why
+_UNSUPPORTED = {
+    **{c: "action profiles/selectors are not supported by the softswitch" for c in (
+        "act_prof_create_member", "act_prof_delete_member", "act_prof_modify_member", "act_prof_create_group",
+        "act_prof_delete_group", "act_prof_add_member_to_group", "act_prof_remove_member_from_group",
+        "act_prof_dump", "act_prof_dump_member", "act_prof_dump_group", "table_indirect_add",
+        "table_indirect_add_with_group", "table_indirect_delete", "table_indirect_set_default",
+        "table_indirect_set_default_with_group", "table_indirect_reset_default",
+        "table_indirect_create_member", "table_indirect_delete_member", "table_indirect_modify_member",
+        "table_indirect_create_group", "table_indirect_delete_group", "table_indirect_add_member_to_group",
+        "table_indirect_remove_member_from_group", "table_dump_member", "table_dump_group")},
+    "table_set_timeout": "entry ageing (support_timeout) is not supported by the softswitch",
+    **{c: "parser value sets are not supported by the softswitch" for c in (
+        "show_pvs", "pvs_add", "pvs_remove", "pvs_get", "pvs_clear")},
+    **{c: "the switch's P4 program is fixed at start: restart it with the new program" for c in (
+        "load_new_config_file", "swap_configs", "write_config_to_file", "serialize_state")},
+    **{c: "ports are given at start with -i PORT@IFACE" for c in ("port_add", "port_remove")},
+    **{c: "the softswitch has no traffic-manager queues: shape links with the testbed's link emulation"
+       for c in ("set_queue_depth", "set_queue_rate", "set_all_queue_depths", "set_all_queue_rates")},
+    **{c: "custom CRC parameters are not supported by the softswitch" for c in (
+        "set_crc16_parameters", "set_crc32_parameters", "set_toeplitz_hash_key")},
+    "mirroring_add_mc": "mirroring to a multicast group is not supported yet: use mirroring_add <id> <port>",
+    "mc_set_lag_membership": "LAGs are not supported (the PRE is SimplePre)",
+    "shell": "running shell commands through the switch's control port is not allowed",
+}
+
 
 class CmdError(Exception):
     pass
@@ -50,6 +76,8 @@ class RuntimeAPI:
                 return ""
             name, _, rest = line.partition(" ")
             fn = self.commands.get(name)
+            if fn is None and name in _UNSUPPORTED:
+                return f"Error: {name} is not supported: {_UNSUPPORTED[name]}"
             if fn is None:
                 return (f"Error: Unknown command '{name}'; 'help' lists the commands "
                         f"(simple_switch_CLI syntax)")
@@ -99,6 +127,19 @@ class RuntimeAPI:
                 raise ArgError(f"Invalid runtime data: Error while parsing {text} "
                                f"(parameter {pname} of {action.name}) - {e}") from None
         return out
+
+    @staticmethod
+    def _match(t, typed_name, keys):
+        if len(keys) != len(t.keys):
+            names = ", ".join(f"{k.name}({k.match_kind})" for k in t.keys)
+            raise CmdError(f"Table {typed_name} needs {len(t.keys)} key fields ({names}), got {len(keys)}")
+        match = []
+        for text, k in zip(keys, t.keys):
+            try:
+                match.append(parse_match_field(text, k.match_kind, k.width))
+            except ArgError as e:
+                raise ArgError(f"Invalid match key: {e} (key {k.name}, {k.match_kind}, bit<{k.width}>)") from None
+        return match
 
     @staticmethod
     def _data_str(action, args, sep="\t", fmt=colon_hex):
@@ -201,15 +242,9 @@ class RuntimeAPI:
         else:
             keys, params = rest, []
         if len(keys) != len(t.keys):
-            names = ", ".join(f"{k.name}({k.match_kind})" for k in t.keys)
-            raise CmdError(f"Table {args[0]} needs {len(t.keys)} key fields ({names}), got {len(keys)}")
+            self._match(t, args[0], keys)      # raises the key-count error
         data = self._runtime_data(a, params)
-        match = []
-        for text, k in zip(keys, t.keys):
-            try:
-                match.append(parse_match_field(text, k.match_kind, k.width))
-            except ArgError as e:
-                raise ArgError(f"Invalid match key: {e} (key {k.name}, {k.match_kind}, bit<{k.width}>)") from None
+        match = self._match(t, args[0], keys)
         handle = t.add(match, a.name, data, priority)
         return [f"Adding entry to {t.match_type} match table {args[0]}",
                 "{0:20} {1}".format("match key:", "\t".join(
@@ -271,6 +306,19 @@ class RuntimeAPI:
         _nargs(args, 2, "table_dump_entry <table name> <entry handle>")
         t = self._table(args[0])
         return self._dump_entry(t, t.get_entry(self._handle(args[1])))
+
+    def do_table_dump_entry_from_key(self, args):
+        "Display some information about a table entry: table_dump_entry_from_key <table name> <match fields> [priority]"
+        _min_args(args, 1, "table_dump_entry_from_key <table name> <match fields> [priority]")
+        t = self._table(args[0])
+        keys, priority = args[1:], None
+        if t.needs_priority:
+            try:
+                priority = int(keys.pop())
+            except (ValueError, IndexError):
+                raise CmdError(f"Table is {t.match_type}, but could not extract a valid priority from args") from None
+        match = self._match(t, args[0], keys)
+        return self._dump_entry(t, t.find(match, priority))
 
     # ------------------------------------------------------------ registers
     def do_register_read(self, args):

@@ -307,6 +307,23 @@ class Table:
                 out.append((lo, hi))
         return tuple(out)
 
+    def find(self, match, priority: int | None = None) -> Entry:
+        """The entry with exactly this match (and priority, for ternary-like
+        tables): table_dump_entry_from_key."""
+        match = self._normalize_match(match)
+        if self.match_type == "exact":
+            r = self._exact.get(match)
+        elif self.match_type == "lpm":
+            plen, k = self._index_key(match)
+            r = self._lpm.get(plen, {}).get(k)
+        else:
+            e = self._by_key.get((match, priority))
+            r = e.result if e is not None else None
+        if r is None:
+            raise TableError("BAD_MATCH_KEY", f"table {self.name} has no entry with this match key"
+                             + (f" and priority {priority}" if self.needs_priority else ""))
+        return r[3]
+
     def _index_key(self, match):
         """Where an entry with this (normalised) match lives in the indexes."""
         if self.match_type == "exact":

@@ -384,3 +384,24 @@ def test_random_commands_never_raise(tokens):
     api = RuntimeAPI(make_state())
     reply = api.execute(" ".join(tokens))
     assert isinstance(reply, str)
+
+
+def test_table_dump_entry_from_key(api):
+    ok(api, "table_add ipv4_lpm drop 10.0.0.0/8 =>")
+    ok(api, "table_add acl set_port 0x0800&&&0xffff 6 => 3 5")
+    assert "Dumping entry 0x0" in ok(api, "table_dump_entry_from_key ipv4_lpm 10.1.2.3/8")  # host bits ignored
+    assert "Priority: 5" in ok(api, "table_dump_entry_from_key acl 0x0800&&&0xffff 6 5")
+    err(api, "table_dump_entry_from_key acl 0x0800&&&0xffff 6 4", "no entry with this match key and priority 4")
+    err(api, "table_dump_entry_from_key ipv4_lpm 10.0.0.0/16", "no entry with this match key")
+    err(api, "table_dump_entry_from_key ipv4_lpm", "needs 1 key fields")
+    err(api, "table_dump_entry_from_key acl 0x0800&&&0xffff 6", "needs 2 key fields", "got 1")  # 6 taken as priority
+    err(api, "table_dump_entry_from_key acl 0x0800&&&0xffff 6 x", "could not extract a valid priority")
+
+
+@pytest.mark.parametrize("cmd,why", [
+    ("act_prof_create_member p a", "action profiles"), ("table_set_timeout t 0 10", "ageing"),
+    ("pvs_add s 1", "value sets"), ("load_new_config_file x.json", "restart it"),
+    ("set_queue_rate 100", "link emulation"), ("shell ls", "not allowed"),
+    ("mirroring_add_mc 1 2", "mirroring_add <id> <port>")])
+def test_known_unsupported_simple_switch_commands_say_why(api, cmd, why):
+    err(api, cmd, "is not supported", why)
