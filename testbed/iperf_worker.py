@@ -17,6 +17,10 @@ import sys
 import time
 
 
+# iperf3 servers serve one client at a time and briefly reset between tests
+RETRYABLE = ("busy", "refused", "reset by peer", "unable to receive control message")
+
+
 def log_event(f, **ev) -> None:
     f.write(json.dumps(ev) + "\n")
     f.flush()
@@ -38,9 +42,13 @@ def parse_result(doc: dict, protocol: str) -> dict:
                 "seconds": s["seconds"], "lost_packets": s.get("lost_packets"),
                 "packets": s.get("packets"), "lost_percent": s.get("lost_percent"),
                 "jitter_ms": s.get("jitter_ms")}
-    r = end["sum_received"]
-    return {"bytes": r["bytes"], "bits_per_second": r["bits_per_second"], "seconds": r["seconds"],
-            "retransmits": end.get("sum_sent", {}).get("retransmits")}
+    # iperf3 -n stops the clock when the client has written its bytes, and the server stops
+    # counting at the end message: bytes still in flight are not in sum_received. So the
+    # rate is the receiver's, and the bytes of the iteration are what the client sent.
+    r, snt = end["sum_received"], end.get("sum_sent", {})
+    return {"bytes": snt.get("bytes", r["bytes"]), "bytes_received": r["bytes"],
+            "bits_per_second": r["bits_per_second"], "seconds": r["seconds"],
+            "retransmits": snt.get("retransmits")}
 
 
 def run_once(a) -> dict:
@@ -55,8 +63,8 @@ def run_once(a) -> dict:
         err = doc.get("error")
         if not err:
             return parse_result(doc, a.protocol)
-        if ("busy" in err or "refused" in err) and time.monotonic() < deadline - 1:
-            time.sleep(0.2)   # server serving another client, or not listening yet
+        if any(m in err for m in RETRYABLE) and time.monotonic() < deadline - 1:
+            time.sleep(0.2)   # server busy with another client, restarting, or not up yet
             continue
         raise RuntimeError(f"iperf3 to {a.peer}: {err}")
 
@@ -86,8 +94,9 @@ def main(argv=None) -> int:
                 ts = time.monotonic()
                 log_event(f, event="iteration_start", t=ts, worker=a.worker, iteration=it)
                 res = run_once(a)
-                log_event(f, event="iteration_end", t=time.monotonic(), t_start=ts,
-                          t_end=time.monotonic(), worker=a.worker, iteration=it, **res)
+                te = time.monotonic()
+                log_event(f, event="iteration_end", t=te, t_start=ts, t_end=te, worker=a.worker,
+                          iteration=it, **res)
                 it += 1
         except Exception as e:   # recorded, then the worker ends: the run reports it
             log_event(f, event="worker_error", t=time.monotonic(), worker=a.worker, iteration=it,

@@ -249,7 +249,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                        "switch_load": state.get("switch_load"),
                        "bandwidth_changes": state.get("bandwidth_changes")})
             results.write_json(run_dir / "summary.json", summary)
-            for w in state["warnings"]:
+            for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
                 log(f"warning: {w}")
             log(f"results: {run_dir} ({'complete' if state['complete'] else 'INCOMPLETE: ' + state['reason']})")
     if not state["complete"] and state["reason"].startswith("interrupted"):

@@ -126,8 +126,8 @@ def test_iperf_options_validation():
 def test_parse_iperf_json():
     tcp = {"end": {"sum_sent": {"retransmits": 3, "bytes": 1000000},
                    "sum_received": {"bytes": 999000, "bits_per_second": 9.5e6, "seconds": 0.84}}}
-    assert parse_result(tcp, "tcp") == {"bytes": 999000, "bits_per_second": 9.5e6,
-                                        "seconds": 0.84, "retransmits": 3}
+    assert parse_result(tcp, "tcp") == {"bytes": 1000000, "bytes_received": 999000,
+                                        "bits_per_second": 9.5e6, "seconds": 0.84, "retransmits": 3}
     udp = {"end": {"sum": {"bytes": 1400000, "bits_per_second": 9.9e6, "seconds": 1.1,
                            "lost_packets": 10, "packets": 1000, "lost_percent": 1.0, "jitter_ms": 0.2}}}
     r = parse_result(udp, "udp")
