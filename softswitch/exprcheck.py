@@ -20,6 +20,8 @@ _ARITH = {"+", "-", "*", "/", "%", "|+|", "|-|"}
 _BITWISE = {"&", "|", "^"}
 _ORDER = {"<", "<=", ">", ">="}
 _LVALUE_KINDS = {"param", "local"}
+_TYPE_TREES = ("type_name", "bit_t", "int_t", "bit1_t", "bool_t", "varbit_t")
+_SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
 
 
 def parse_number(text: str):
@@ -101,6 +103,9 @@ class ExprMixin:
     def x_ctor_call(self, tree):
         raise self.error(tree, "unsupported: constructor call inside an expression "
                                "(instantiate externs as control locals)")
+
+    def x_type_name(self, tree):
+        raise self.error(tree, f"type '{self.text_of(tree)}' cannot be used as a value")
 
     def x_dontcare_arg(self, tree):
         raise self.error(tree, "unsupported: '_' (don't care) as an argument")
@@ -383,6 +388,13 @@ class ExprMixin:
             return self.method_call(tree, callee, type_args, arg_trees, loc)
         if isinstance(callee, Tree) and callee.data == "path":
             name = str(callee.children[0])
+            if name in ("sizeInBits", "sizeInBytes") and not self.is_declared(name):
+                self.expect_args(tree, name, 1, len(arg_trees))
+                if isinstance(arg_trees[0], Tree) and arg_trees[0].data in _TYPE_TREES:
+                    t = self.resolve_type(arg_trees[0])
+                else:
+                    t = self.expr(arg_trees[0]).type
+                return self.size_of(tree, t, name)
             sym = self.lookup(name, callee)
             func = A.PathExpr(name, sym.kind, sym.decl, loc=self.loc(callee))
             if sym.kind == "action":
@@ -407,6 +419,9 @@ class ExprMixin:
         target = self.expr(target_tree)
         t = target.type
         nargs = len(arg_trees)
+        if mname in _SIZE_METHODS and not isinstance(t, A.ExternT):
+            self.expect_args(tree, mname, 0, nargs)
+            return self.size_of(tree, t, mname)
         if isinstance(target, A.PathExpr) and target.kind == "table":
             if mname != "apply":
                 raise self.error(callee.children[1], f"table '{target.name}' has no method '{mname}' (apply)")
@@ -441,6 +456,16 @@ class ExprMixin:
             args, ret = self.check_args(tree, sig, arg_trees, binding, type_args, f"'{mname}'")
             return A.MethodCall(target, mname, args, type_args=type_args, type=ret, loc=loc)
         raise self.error(callee.children[1], f"type {type_name(t)} has no method '{mname}'")
+
+    def size_of(self, tree, t, what: str) -> A.Literal:
+        """minSizeInBits() and friends, folded: sizes of fixed types are constants."""
+        bits = bit_width(t)
+        if bits is None:
+            raise self.error(tree, f"{what}: type {type_name(t)} has no fixed size")
+        if isinstance(t, A.HeaderT) and "max" not in what.lower():
+            bits -= sum(f.type.max_width for f in t.fields if isinstance(f.type, A.VarbitT))
+        value = bits if "Bits" in what else (bits + 7) // 8
+        return A.Literal(value, type=A.InfIntT(), loc=self.loc(tree))
 
     def expect_args(self, tree, name, want, got):
         if want != got:

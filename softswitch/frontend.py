@@ -86,6 +86,13 @@ def _expected(expected) -> str:
     return " (expected " + ", ".join(words) + ")"
 
 
+# Known P4 constructs the softswitch does not implement, named rather than "unknown type".
+_UNSUPPORTED_TYPES = {
+    "value_set": "parser value sets; use a table or constants in select",
+    "action_selector": "action selectors",
+    "Checksum16": "the Checksum16 extern; use verify_checksum/update_checksum",
+}
+
 _KEYWORDS = {"if", "else", "return", "exit", "apply", "state", "transition", "select", "const",
              "action", "table", "key", "actions", "default", "true", "false", "in", "out", "inout"}
 
@@ -119,6 +126,8 @@ def parse(source: Source) -> lark.Tree:
         unknown = _unknown_type(source.text, tok, e.expected)
         if unknown is not None:
             name, line, col = unknown
+            if name in _UNSUPPORTED_TYPES:
+                raise source.error(source.loc(line, col), f"unsupported: {name} ({_UNSUPPORTED_TYPES[name]})") from None
             raise source.error(source.loc(line, col), f"unknown type '{name}'") from None
         loc = source.loc(tok.line, tok.column)
         hint = _expected(e.expected)

@@ -81,6 +81,9 @@ class Checker(ExprMixin, TableMixin):
                 return sym
         raise self.error(node, f"undeclared name '{name}'")
 
+    def is_declared(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
     def push(self):
         self.scopes.append({})
 

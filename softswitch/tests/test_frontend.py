@@ -364,3 +364,18 @@ def test_loading_a_600_line_program_is_fast():
     elapsed = time.perf_counter() - start
     assert len([d for d in p.controls["I"].locals if isinstance(d, A.TableDecl)]) == 45
     assert elapsed < 1.0, f"loading took {elapsed:.2f} s"
+
+
+def test_size_methods_fold_to_constants():
+    p = program("const int A = sizeInBits(h_t);\nconst int B = sizeInBytes(bit<12>);",
+                "apply { m.x = (bit<32>) hdr.h.minSizeInBytes() + (bit<32>) m.minSizeInBits(); }")
+    assert p.consts["A"].value == 32 and p.consts["B"].value == 2
+    rhs = p.controls["I"].body.stmts[0].rhs
+    assert rhs == A.Literal(4 + 33, type=A.BitT(32), loc=rhs.loc)
+
+
+def test_value_set_is_reported_as_unsupported():
+    text = PRELUDE + SHELL.replace("state start", "value_set<bit<8>>(4) pvs;\n    state start") % "apply { }"
+    with pytest.raises(P4Error) as e:
+        load_string(text, "vs.p4")
+    assert e.value.message.startswith("unsupported: value_set")
