@@ -247,9 +247,10 @@ class Unit:
         table = S.Table(name, keys, specs, size=t.size, default_action=dspec, default_args=dargs,
                         const_default=t.default_action_const, const_entries=t.const_entries is not None,
                         default_only=default_only, table_only=table_only, direct_meter=dmeter)
+        prios = _bmv2_priorities(t.const_entries or ())
         for i, ce in enumerate(t.const_entries or ()):
             match = tuple(_const_match(k, x) for k, x in zip(keys, ce.keys))
-            prio = ce.priority if ce.priority is not None else (i + 1 if table.needs_priority else None)
+            prio = prios[i] if table.needs_priority else None
             table.add_const(match, self._spec(ce.action.action).name,
                             [_lit(x) & ((1 << w) - 1) for x, (_, w) in zip(ce.action.args, self._spec(ce.action.action).params)],
                             prio)
@@ -280,6 +281,27 @@ class Unit:
             entry[slot] = "c_" + slot
         body += DeparserGen(self, p.controls[p.main["deparser"]]).gen("deparse") + [""]
         return "\n".join(head + self.defs + body) + "\n"
+
+
+BMV2_PRIORITY_BASE = 1 << 24
+
+
+def _bmv2_priorities(entries) -> list:
+    """P4-16 (14.2.1.4, default largest_priority_wins, priority_delta 1) to BMv2's
+    convention, where the numerically lowest priority wins.
+
+    Without explicit priorities the first entry ranks highest. With some, an entry
+    without one ranks just below the entry before it (the first such entry, if it
+    comes before any explicit one, ranks above all explicit ones)."""
+    if not any(e.priority is not None for e in entries):
+        return [i + 1 for i in range(len(entries))]
+    top = max(e.priority for e in entries if e.priority is not None) + len(entries)
+    p4, prev = [], None
+    for e in entries:
+        cur = e.priority if e.priority is not None else (top if prev is None else prev - 1)
+        p4.append(cur)
+        prev = cur
+    return [BMV2_PRIORITY_BASE - p for p in p4]
 
 
 def _key_width(t) -> int:
