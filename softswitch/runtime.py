@@ -14,8 +14,8 @@ naming the problem. ``execute`` never raises.
 """
 from __future__ import annotations
 
-from .runtime_args import (ArgError, colon_hex, match_to_dump, match_to_str, parse_int,
-                           parse_match_field, parse_rate, parse_value, plain_hex, port_map_str)
+from .runtime_args import ArgError, CmdError, expect_min_args, expect_nargs, parse_int, parse_rate, port_map_str
+from .runtime_tables import TableCommands
 from .state import StateError, SwitchState, TableError
 
 # error reply prefixes per command family, as simple_switch_CLI names them
@@ -49,21 +49,7 @@ _UNSUPPORTED = {
 }
 
 
-class CmdError(Exception):
-    pass
-
-
-def _nargs(args, n, usage):
-    if len(args) != n:
-        raise CmdError(f"Wrong number of args, expected {n} but got {len(args)}; usage: {usage}")
-
-
-def _min_args(args, n, usage):
-    if len(args) < n:
-        raise CmdError(f"Insufficient number of args; usage: {usage}")
-
-
-class RuntimeAPI:
+class RuntimeAPI(TableCommands):
     def __init__(self, state: SwitchState):
         self.state = state
         self.commands = {name[3:]: getattr(self, name) for name in dir(self) if name.startswith("do_")}
@@ -98,242 +84,20 @@ class RuntimeAPI:
         except Exception as e:   # a bug here must not take the switch down
             return f"Error: internal error while running {line!r}: {type(e).__name__}: {e} (please report)"
 
-    # ------------------------------------------------------------ helpers
-    def _table(self, name):
-        return self.state.tables.resolve(name)
-
-    def _action(self, table, name):
-        if name in table.actions:
-            return table.actions[name]
-        c = sorted(a for a in table.actions if a.endswith("." + name))
-        if len(c) == 1:
-            return table.actions[c[0]]
-        if c:
-            raise CmdError(f"Action name {name} is ambiguous in table {table.name}: {', '.join(c)}")
-        raise CmdError(f"Table {table.name} has no action {name}; "
-                       f"its actions are: {', '.join(sorted(table.actions))}")
-
-    @staticmethod
-    def _runtime_data(action, params):
-        if len(params) != len(action.params):
-            names = ", ".join(f"{n}(bit<{w}>)" for n, w in action.params) or "none"
-            raise CmdError(f"Action {action.name} needs {len(action.params)} parameters "
-                           f"({names}), got {len(params)}")
-        out = []
-        for text, (pname, width) in zip(params, action.params):
-            try:
-                out.append(parse_value(text, width))
-            except ArgError as e:
-                raise ArgError(f"Invalid runtime data: Error while parsing {text} "
-                               f"(parameter {pname} of {action.name}) - {e}") from None
-        return out
-
-    @staticmethod
-    def _match(t, typed_name, keys):
-        if len(keys) != len(t.keys):
-            names = ", ".join(f"{k.name}({k.match_kind})" for k in t.keys)
-            raise CmdError(f"Table {typed_name} needs {len(t.keys)} key fields ({names}), got {len(keys)}")
-        match = []
-        for text, k in zip(keys, t.keys):
-            try:
-                match.append(parse_match_field(text, k.match_kind, k.width))
-            except ArgError as e:
-                raise ArgError(f"Invalid match key: {e} (key {k.name}, {k.match_kind}, bit<{k.width}>)") from None
-        return match
-
-    @staticmethod
-    def _data_str(action, args, sep="\t", fmt=colon_hex):
-        return sep.join(fmt(v, w) for v, (_, w) in zip(args, action.params))
-
-    @staticmethod
-    def _handle(text):
-        try:
-            return int(text, 0)
-        except ValueError:
-            raise CmdError(f"Bad format for entry handle: {text!r} is not an integer") from None
-
-    # ------------------------------------------------------------ tables
-    def do_show_tables(self, args):
-        "List tables defined in the P4 program: show_tables"
-        _nargs(args, 0, "show_tables")
-        return [self._table_str(t) for _, t in sorted(self.state.tables.items())]
-
-    @staticmethod
-    def _table_str(t):
-        mk = ",\t".join(f"{k.name}({k.match_kind}, {k.width})" for k in t.keys)
-        return "{0:30} [{1}, mk={2}]".format(t.name, "implementation=None", mk)
-
-    @staticmethod
-    def _action_str(a):
-        return "{0:30} [{1}]".format(a.name, ",\t".join(f"{n}({w})" for n, w in a.params))
-
-    def do_show_actions(self, args):
-        "List actions defined in the P4 program: show_actions"
-        _nargs(args, 0, "show_actions")
-        return [self._action_str(a) for _, a in sorted(self.state.actions.items())]
-
-    def do_table_show_actions(self, args):
-        "List one table's actions: table_show_actions <table name>"
-        _nargs(args, 1, "table_show_actions <table name>")
-        t = self._table(args[0])
-        return [self._action_str(t.actions[a]) for a in sorted(t.actions)]
-
-    def do_table_info(self, args):
-        "Show info about a table: table_info <table name>"
-        _nargs(args, 1, "table_info <table name>")
-        t = self._table(args[0])
-        out = [self._table_str(t), "*" * 80]
-        out += [self._action_str(t.actions[a]) for a in sorted(t.actions)]
-        out.append(f"match type: {t.match_type}, size: {t.size}, entries: {t.num_entries()}, "
-                   f"default: {t.default_action.name}"
-                   + (" (const)" if t.const_default else "")
-                   + (", const entries" if t.const_entries else ""))
-        return out
-
-    def do_table_num_entries(self, args):
-        "Number of entries in a match table: table_num_entries <table name>"
-        _nargs(args, 1, "table_num_entries <table name>")
-        return str(self._table(args[0]).num_entries())
-
-    def do_table_clear(self, args):
-        "Clear all entries in a match table, but not the default entry: table_clear <table name>"
-        _nargs(args, 1, "table_clear <table name>")
-        self._table(args[0]).clear()
-        return ""
-
-    def do_table_set_default(self, args):
-        "Set default action for a match table: table_set_default <table name> <action name> <action parameters>"
-        _min_args(args, 2, "table_set_default <table name> <action name> <action parameters>")
-        t = self._table(args[0])
-        a = self._action(t, args[1])
-        data = self._runtime_data(a, args[2:])
-        t.set_default(a.name, data)
-        return [f"Setting default action of {args[0]}",
-                "{0:20} {1}".format("action:", args[1]),
-                "{0:20} {1}".format("runtime data:", self._data_str(a, data))]
-
-    def do_table_reset_default(self, args):
-        "Reset default entry for a match table: table_reset_default <table name>"
-        _nargs(args, 1, "table_reset_default <table name>")
-        t = self._table(args[0])
-        if t.const_default:
-            raise TableError("DEFAULT_ACTION_IS_CONST", f"table {t.name} has a const default_action")
-        t.reset_default()
-        return ""
-
-    def do_table_add(self, args):
-        "Add entry to a match table: table_add <table name> <action name> <match fields> => <action parameters> [priority]"
-        usage = "table_add <table name> <action name> <match fields> => <action parameters> [priority]"
-        _min_args(args, 3, usage)
-        t = self._table(args[0])
-        a = self._action(t, args[1])
-        rest = args[2:]
-        priority = None
-        if t.needs_priority:
-            try:
-                priority = int(rest[-1])
-            except (ValueError, IndexError):
-                raise CmdError(f"Table is {t.match_type}, but could not extract a valid priority from args "
-                               f"(give it last; the lowest number wins)") from None
-            rest = rest[:-1]
-        if "=>" in rest:
-            i = rest.index("=>")
-            keys, params = rest[:i], rest[i + 1:]
-        else:
-            keys, params = rest, []
-        if len(keys) != len(t.keys):
-            self._match(t, args[0], keys)      # raises the key-count error
-        data = self._runtime_data(a, params)
-        match = self._match(t, args[0], keys)
-        handle = t.add(match, a.name, data, priority)
-        return [f"Adding entry to {t.match_type} match table {args[0]}",
-                "{0:20} {1}".format("match key:", "\t".join(
-                    match_to_str(k.match_kind, m, k.width) for k, m in zip(t.keys, match))),
-                "{0:20} {1}".format("action:", args[1]),
-                "{0:20} {1}".format("runtime data:", self._data_str(a, data)),
-                f"Entry has been added with handle {handle}"]
-
-    def do_table_modify(self, args):
-        "Modify an entry: table_modify <table name> <action name> <entry handle> [action parameters]"
-        _min_args(args, 3, "table_modify <table name> <action name> <entry handle> [action parameters]")
-        t = self._table(args[0])
-        a = self._action(t, args[1])
-        handle = self._handle(args[2])
-        params = args[3:]
-        if params[:1] == ["=>"]:   # tolerated by simple_switch_CLI too
-            params = params[1:]
-        data = self._runtime_data(a, params)
-        t.modify(handle, a.name, data)
-        return f"Modifying entry {handle} for {t.match_type} match table {args[0]}"
-
-    def do_table_delete(self, args):
-        "Delete entry from a match table: table_delete <table name> <entry handle>"
-        _nargs(args, 2, "table_delete <table name> <entry handle>")
-        t = self._table(args[0])
-        handle = self._handle(args[1])
-        t.delete(handle)
-        return f"Deleting entry {handle} from {args[0]}"
-
-    def _dump_entry(self, t, e):
-        w = max([20] + [len(k.name) for k in t.keys])
-        out = [f"Dumping entry {hex(e.handle)}", "Match key:"]
-        for k, m in zip(t.keys, e.match):
-            kind = "ternary" if k.match_kind == "optional" else k.match_kind
-            out.append("* {0:{w}}: {1:10}{2}".format(k.name, kind.upper(),
-                                                   match_to_dump(k.match_kind, m, k.width), w=w))
-        if e.priority is not None:
-            out.append(f"Priority: {e.priority}")
-        out.append(self._action_entry(e.action, e.args))
-        return out
-
-    def _action_entry(self, action, args):
-        return f"Action entry: {action.name} - {self._data_str(action, args, ', ', plain_hex)}"
-
-    def do_table_dump(self, args):
-        "Display entries in a match-table: table_dump <table name>"
-        _nargs(args, 1, "table_dump <table name>")
-        t = self._table(args[0])
-        out = ["==========", "TABLE ENTRIES"]
-        for e in t.entries():
-            out.append("**********")
-            out += self._dump_entry(t, e)
-        out += ["==========", "Dumping default entry",
-                self._action_entry(t.default_action, t.default_args), "=========="]
-        return out
-
-    def do_table_dump_entry(self, args):
-        "Display some information about a table entry: table_dump_entry <table name> <entry handle>"
-        _nargs(args, 2, "table_dump_entry <table name> <entry handle>")
-        t = self._table(args[0])
-        return self._dump_entry(t, t.get_entry(self._handle(args[1])))
-
-    def do_table_dump_entry_from_key(self, args):
-        "Display some information about a table entry: table_dump_entry_from_key <table name> <match fields> [priority]"
-        _min_args(args, 1, "table_dump_entry_from_key <table name> <match fields> [priority]")
-        t = self._table(args[0])
-        keys, priority = args[1:], None
-        if t.needs_priority:
-            try:
-                priority = int(keys.pop())
-            except (ValueError, IndexError):
-                raise CmdError(f"Table is {t.match_type}, but could not extract a valid priority from args") from None
-        match = self._match(t, args[0], keys)
-        return self._dump_entry(t, t.find(match, priority))
-
     # ------------------------------------------------------------ registers
     def do_register_read(self, args):
         "Read register value: register_read <name> [index]"
-        _min_args(args, 1, "register_read <name> [index]")
+        expect_min_args(args, 1, "register_read <name> [index]")
         r = self.state.registers.resolve(args[0])
         if len(args) == 1:
             return f"{args[0]}= " + ", ".join(str(v) for v in r.values)
-        _nargs(args, 2, "register_read <name> [index]")
+        expect_nargs(args, 2, "register_read <name> [index]")
         index = parse_int(args[1], "index")
         return f"{args[0]}[{index}]= {r.read(index)}"
 
     def do_register_write(self, args):
         "Write register value: register_write <name> <index> <value>"
-        _nargs(args, 3, "register_write <name> <index> <value>")
+        expect_nargs(args, 3, "register_write <name> <index> <value>")
         r = self.state.registers.resolve(args[0])
         index = parse_int(args[1], "index")
         try:
@@ -349,14 +113,14 @@ class RuntimeAPI:
 
     def do_register_reset(self, args):
         "Reset all the cells in the register array to 0: register_reset <name>"
-        _nargs(args, 1, "register_reset <name>")
+        expect_nargs(args, 1, "register_reset <name>")
         self.state.registers.resolve(args[0]).reset()
         return ""
 
     # ------------------------------------------------------------ counters
     def do_counter_read(self, args):
         "Read counter value: counter_read <name> <index>"
-        _nargs(args, 2, "counter_read <name> <index>")
+        expect_nargs(args, 2, "counter_read <name> <index>")
         c = self.state.counters.resolve(args[0])
         index = parse_int(args[1], "index")
         packets, nbytes = c.read(index)
@@ -366,7 +130,7 @@ class RuntimeAPI:
 
     def do_counter_write(self, args):
         "Write counter value: counter_write <name> <index> <packets> <bytes>"
-        _nargs(args, 4, "counter_write <name> <index> <packets> <bytes>")
+        expect_nargs(args, 4, "counter_write <name> <index> <packets> <bytes>")
         c = self.state.counters.resolve(args[0])
         index = parse_int(args[1], "index")
         packets, nbytes = parse_int(args[2], "packets"), parse_int(args[3], "bytes")
@@ -377,7 +141,7 @@ class RuntimeAPI:
 
     def do_counter_reset(self, args):
         "Reset counter: counter_reset <name>"
-        _nargs(args, 1, "counter_reset <name>")
+        expect_nargs(args, 1, "counter_reset <name>")
         c = self.state.counters.resolve(args[0])
         c.reset()
         return f"this is the direct counter for table {c.table.name}" if c.direct else ""
@@ -386,7 +150,7 @@ class RuntimeAPI:
     def do_meter_set_rates(self, args):
         "Configure rates for a meter: meter_set_rates <name> <index> <rate_1>:<burst_1> <rate_2>:<burst_2>\n" \
             "Rate uses units/microsecond and burst uses units where units is bytes or packets"
-        _min_args(args, 2, "meter_set_rates <name> <index> <cir>:<cburst> <pir>:<pburst>")
+        expect_min_args(args, 2, "meter_set_rates <name> <index> <cir>:<cburst> <pir>:<pburst>")
         m = self.state.meters.resolve(args[0])
         index = parse_int(args[1], "index")
         if len(args) - 2 != 2:
@@ -397,7 +161,7 @@ class RuntimeAPI:
 
     def do_meter_array_set_rates(self, args):
         "Configure rates for an entire meter array: meter_array_set_rates <name> <rate_1>:<burst_1> <rate_2>:<burst_2>"
-        _min_args(args, 1, "meter_array_set_rates <name> <cir>:<cburst> <pir>:<pburst>")
+        expect_min_args(args, 1, "meter_array_set_rates <name> <cir>:<cburst> <pir>:<pburst>")
         m = self.state.meters.resolve(args[0])
         if len(args) - 1 != 2:
             raise CmdError(f"Invalid number of rates, expected 2 but got {len(args) - 1}")
@@ -406,7 +170,7 @@ class RuntimeAPI:
 
     def do_meter_get_rates(self, args):
         "Retrieve rates for a meter: meter_get_rates <name> <index>"
-        _nargs(args, 2, "meter_get_rates <name> <index>")
+        expect_nargs(args, 2, "meter_get_rates <name> <index>")
         m = self.state.meters.resolve(args[0])
         rates = m.get_rates(parse_int(args[1], "index"))
         return [f"{i}: info rate = {r}, burst size = {b}" for i, (r, b) in enumerate(rates)]
@@ -428,21 +192,21 @@ class RuntimeAPI:
 
     def do_mc_mgrp_create(self, args):
         "Create multicast group: mc_mgrp_create <group id>"
-        _nargs(args, 1, "mc_mgrp_create <group id>")
+        expect_nargs(args, 1, "mc_mgrp_create <group id>")
         g = parse_int(args[0], "multicast group id")
         self.state.pre.mgrp_create(g)
         return f"Creating multicast group {g}"
 
     def do_mc_mgrp_destroy(self, args):
         "Destroy multicast group: mc_mgrp_destroy <group id>"
-        _nargs(args, 1, "mc_mgrp_destroy <group id>")
+        expect_nargs(args, 1, "mc_mgrp_destroy <group id>")
         g = parse_int(args[0], "multicast group id")
         self.state.pre.mgrp_destroy(g)
         return f"Destroying multicast group {g}"
 
     def do_mc_node_create(self, args):
         "Create multicast node: mc_node_create <rid> <space-separated port list>"
-        _min_args(args, 1, "mc_node_create <rid> <space-separated port list>")
+        expect_min_args(args, 1, "mc_node_create <rid> <space-separated port list>")
         rid = parse_int(args[0], "rid")
         ports = self._ports(args[1:])
         handle = self.state.pre.node_create(rid, ports)
@@ -451,7 +215,7 @@ class RuntimeAPI:
 
     def do_mc_node_update(self, args):
         "Update multicast node: mc_node_update <node handle> <space-separated port list>"
-        _min_args(args, 2, "mc_node_update <node handle> <space-separated port list>")
+        expect_min_args(args, 2, "mc_node_update <node handle> <space-separated port list>")
         handle = parse_int(args[0], "node handle")
         ports = self._ports(args[1:])
         self.state.pre.node_update(handle, ports)
@@ -459,28 +223,28 @@ class RuntimeAPI:
 
     def do_mc_node_associate(self, args):
         "Associate node to multicast group: mc_node_associate <group id> <node handle>"
-        _nargs(args, 2, "mc_node_associate <group id> <node handle>")
+        expect_nargs(args, 2, "mc_node_associate <group id> <node handle>")
         g, h = parse_int(args[0], "multicast group id"), parse_int(args[1], "node handle")
         self.state.pre.associate(g, h)
         return f"Associating node {h} to multicast group {g}"
 
     def do_mc_node_dissociate(self, args):
         "Dissociate node from multicast group: mc_node_dissociate <group id> <node handle>"
-        _nargs(args, 2, "mc_node_dissociate <group id> <node handle>")
+        expect_nargs(args, 2, "mc_node_dissociate <group id> <node handle>")
         g, h = parse_int(args[0], "multicast group id"), parse_int(args[1], "node handle")
         self.state.pre.dissociate(g, h)
         return f"Dissociating node {h} from multicast group {g}"
 
     def do_mc_node_destroy(self, args):
         "Destroy multicast node: mc_node_destroy <node handle>"
-        _nargs(args, 1, "mc_node_destroy <node handle>")
+        expect_nargs(args, 1, "mc_node_destroy <node handle>")
         h = parse_int(args[0], "node handle")
         self.state.pre.node_destroy(h)
         return f"Destroying node {h}"
 
     def do_mc_dump(self, args):
         "Dump entries in multicast engine: mc_dump"
-        _nargs(args, 0, "mc_dump")
+        expect_nargs(args, 0, "mc_dump")
         pre = self.state.pre
         out = ["==========", "MC ENTRIES"]
         for g in sorted(pre.groups):
@@ -494,26 +258,26 @@ class RuntimeAPI:
     # ------------------------------------------------------------ mirroring
     def do_mirroring_add(self, args):
         "Add mirroring session to unicast port: mirroring_add <mirror_id> <egress_port>"
-        _nargs(args, 2, "mirroring_add <mirror_id> <egress_port>")
+        expect_nargs(args, 2, "mirroring_add <mirror_id> <egress_port>")
         self.state.mirroring.add(parse_int(args[0], "mirror_id"), parse_int(args[1], "egress_port"))
         return ""
 
     def do_mirroring_delete(self, args):
         "Delete mirroring session: mirroring_delete <mirror_id>"
-        _nargs(args, 1, "mirroring_delete <mirror_id>")
+        expect_nargs(args, 1, "mirroring_delete <mirror_id>")
         self.state.mirroring.delete(parse_int(args[0], "mirror_id"))
         return ""
 
     def do_mirroring_get(self, args):
         "Display mirroring session: mirroring_get <mirror_id>"
-        _nargs(args, 1, "mirroring_get <mirror_id>")
+        expect_nargs(args, 1, "mirroring_get <mirror_id>")
         port = self.state.mirroring.get(parse_int(args[0], "mirror_id"))
         return f"MirroringSessionConfig(port={port}, mgid=None)"
 
     # ------------------------------------------------------------ misc
     def do_reset_state(self, args):
         "Reset all state in the switch (table entries, registers, ...), but P4 config is preserved: reset_state"
-        _nargs(args, 0, "reset_state")
+        expect_nargs(args, 0, "reset_state")
         self.state.reset()
         return ""
 

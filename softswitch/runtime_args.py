@@ -168,3 +168,17 @@ def parse_rate(text: str) -> tuple[float, int]:
     if rate != rate or rate < 0 or burst < 0:   # NaN or negative
         raise ArgError(f"Error while parsing rates: {text!r} has a negative or invalid number")
     return rate, burst
+
+
+class CmdError(Exception):
+    """A malformed command (wrong argument count or format)."""
+
+
+def expect_nargs(args, n, usage):
+    if len(args) != n:
+        raise CmdError(f"Wrong number of args, expected {n} but got {len(args)}; usage: {usage}")
+
+
+def expect_min_args(args, n, usage):
+    if len(args) < n:
+        raise CmdError(f"Insufficient number of args; usage: {usage}")
