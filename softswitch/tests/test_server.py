@@ -306,3 +306,20 @@ def test_cli_interactive_with_a_tty(server):
             os.kill(pid, 9)
             os.waitpid(pid, 0)
         os.close(fd)
+
+
+def test_random_bytes_never_break_the_server(server):
+    import random
+    rnd = random.Random(7)
+    for _ in range(40):
+        blob = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(1, 3000)))
+        lines = blob.count(b"\n")
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        s.sendall(blob + b"\ntable_num_entries dmac\n")
+        f = s.makefile("rb")
+        for _ in range(lines + 2):               # every line, even garbage, gets one framed reply
+            status, size = f.readline().split()
+            assert status in (b"OK", b"ERR")
+            body = f.read(int(size))
+        assert body == b"0"
+        s.close()
