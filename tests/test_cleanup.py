@@ -72,6 +72,9 @@ def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
         assert p.poll() is None, p.stdout.read()
         assert events, "the run never started its workers"
         netns = {cleanup.netns_inode(int(l.split(":")[0])) for l in _our_processes("tch")}
+        netns.discard(None)
+        assert len(netns) == 4, "expected the 4 hosts' namespaces while the run is live"
+        assert len([n for n in os.listdir("/sys/class/net") if n.startswith("tc")]) == 10
         p.send_signal(signal.SIGINT)
         output, _ = p.communicate(timeout=60)
     finally:
