@@ -91,7 +91,7 @@ class FnGen(ExprGen):
         try:
             m(s)
         except CodegenError as e:
-            if e.loc is None and s.loc is not None:
+            if not e.loc.line and s.loc is not None and s.loc.line:
                 raise CodegenError(e.message, s.loc) from None
             raise
 

@@ -12,16 +12,7 @@ Shifts by a run-time amount are guarded so a huge amount cannot build a huge int
 from __future__ import annotations
 
 from . import p4ast as A
-from .codegen_types import width_of, is_signed
-
-
-class CodegenError(Exception):
-    """A construct the compiler cannot translate; message starts with 'unsupported: ' when it is a gap."""
-
-    def __init__(self, message, loc=None):
-        super().__init__(f"{loc}: {message}" if loc else message)
-        self.loc = loc
-        self.message = message
+from .codegen_types import CodegenError, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
 
 
 def mask(w: int) -> str:
@@ -142,16 +133,51 @@ class ExprGen:
         raise CodegenError(f"unsupported: unary operator {e.op}", e.loc)
 
     def x_Ternary(self, e):
-        return f"({self.expr(e.then)} if {self.expr(e.cond)} else {self.expr(e.other)})"
+        c = self.expr(e.cond)
+        mark = len(self.lines)
+        a = self.expr(e.then)
+        then_lines = self.lines[mark:]
+        del self.lines[mark:]
+        b = self.expr(e.other)
+        other_lines = self.lines[mark:]
+        del self.lines[mark:]
+        if not then_lines and not other_lines:
+            return f"({a} if {c} else {b})"
+        # A branch needs statements (a table apply, a call with out parameters):
+        # run them only on the branch taken, as P4 evaluates ?: lazily.
+        t = self.tmp()
+        self.line(f"if {c}:")
+        self._nested(then_lines, f"{t} = {a}")
+        self.line("else:")
+        self._nested(other_lines, f"{t} = {b}")
+        return t
+
+    def _nested(self, lines, last):
+        self.lines.extend("    " + l for l in lines)
+        self.ind += 1
+        self.line(last)
+        self.ind -= 1
+
+    def _lazy_bool(self, op, a, e_right):
+        """`a && b` / `a || b` where b may need statements first: keep short-circuit."""
+        mark = len(self.lines)
+        b = self.expr(e_right)
+        if len(self.lines) == mark:
+            return f"({a} {'and' if op == '&&' else 'or'} {b})"
+        pre = self.lines[mark:]
+        del self.lines[mark:]
+        t = self.tmp()
+        self.line(f"{t} = {a}")
+        self.line(f"if {t}:" if op == "&&" else f"if not {t}:")
+        self._nested(pre, f"{t} = {b}")
+        return t
 
     def x_Binary(self, e):
         op, t = e.op, e.type
         lt = e.left.type
+        if op in ("&&", "||"):
+            return self._lazy_bool(op, self.expr(e.left), e.right)
         a, b = self.expr(e.left), self.expr(e.right)
-        if op == "&&":
-            return f"({a} and {b})"
-        if op == "||":
-            return f"({a} or {b})"
         if op in ("==", "!="):
             if is_aggregate(lt):
                 r = f"{a}._eq({b})"

@@ -20,6 +20,15 @@ from __future__ import annotations
 import struct
 
 from . import p4ast as A
+from .errors import P4Error
+
+
+class CodegenError(P4Error):
+    """A construct the compiler cannot translate. A P4Error, so users get the same
+    `file:line:col: message` as from the front end; gaps start with 'unsupported: '."""
+
+    def __init__(self, message, loc=None):
+        super().__init__(loc, message)
 
 _CODES = ((8, "Q"), (4, "I"), (2, "H"), (1, "B"))
 _SIGNED_CODES = {8: "q", 4: "i", 2: "h", 1: "b"}
@@ -39,7 +48,7 @@ def width_of(t: A.Type) -> int:
         return sum(width_of(f.type) for f in t.fields)
     if isinstance(t, A.StructT):
         return sum(width_of(f.type) for f in t.fields)
-    raise TypeError(f"type {t} has no fixed bit width")
+    raise CodegenError(f"unsupported: {type(t).__name__} has no fixed bit width here")
 
 
 def is_signed(t: A.Type) -> bool:
@@ -120,11 +129,12 @@ def chunk_layout(h: A.HeaderT):
     fields = []
     for f in h.fields:
         if isinstance(f.type, A.VarbitT):
-            raise TypeError(f"unsupported: varbit field {h.name}.{f.name}")
+            raise CodegenError(f"unsupported: varbit field {h.name}.{f.name} (fixed-size headers only)")
         fields.append((f.name, width_of(f.type), is_signed(f.type), isinstance(f.type, A.BoolT)))
     total = sum(w for _, w, _, _ in fields)
     if total % 8:
-        raise TypeError(f"header {h.name} is {total} bits, not a whole number of bytes")
+        raise CodegenError(f"header {h.name} is {total} bits wide, not a whole number of bytes "
+                           f"(BMv2 refuses such headers too): pad it to a multiple of 8 bits")
     chunks, cur, cur_bits = [], [], 0
     for fld in fields:
         cur.append(fld)

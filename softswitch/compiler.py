@@ -23,6 +23,7 @@ from . import p4ast as A
 from . import state as S
 from .codegen_control import gen_action, gen_control, gen_function, gen_locals_class
 from .codegen_expr import CodegenError
+from .errors import P4Error
 from .codegen_parser import DeparserGen, ParserGen
 from .codegen_types import RUNTIME_NAMES as TYPE_RUNTIME, class_name, gen_type_classes, is_signed, width_of
 from .v1model import RUNTIME_NAMES as V1_RUNTIME, V1Gen
@@ -333,6 +334,17 @@ def _const_match(k: S.KeySpec, x):
 
 
 def compile_program(program: A.Program, device_id: int = 0) -> CompiledPipeline:
+    try:
+        return _compile(program, device_id)
+    except P4Error:
+        raise
+    except Exception as e:  # a compiler bug: still one clear message, not a traceback
+        loc = A.Loc(_main_file(program), 0, 0)
+        raise P4Error(loc, f"internal compiler error ({type(e).__name__}: {e}); please report it "
+                           f"with this program (python3 -m softswitch.compiler shows the generated code)") from e
+
+
+def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
     unit = Unit(program, device_id)
     state = unit.build_state()
     src = unit.generate()
