@@ -14,8 +14,9 @@ Decisions where BMv2 is not a model to copy:
 Hash algorithms over the data's bits packed MSB-first, padded with zero bits to
 a whole byte (BMv2 packs a field list the same way):
 crc32 = CRC-32/ISO-HDLC (zlib), crc16 = CRC-16/ARC (poly 0x8005 reflected, init 0),
-csum16 = Internet checksum, xor16 = XOR of 16-bit words, identity = the data's
-value (low 64 bits), random = a random 32-bit value.
+csum16 = Internet checksum (odd length: zero pad), xor16 = XOR of 16-bit words
+(zero pad), identity = the first 8 bytes of the data as a big-endian number,
+random = a random 32-bit value (BMv2 bm_sim/calculations.cpp defines the same).
 """
 from __future__ import annotations
 
@@ -119,7 +120,8 @@ def xor16(b: bytes) -> int:
 
 
 def identity(b: bytes) -> int:
-    return int.from_bytes(b, "big") & 0xFFFFFFFFFFFFFFFF
+    # BMv2: the first (at most) 8 bytes, big-endian
+    return int.from_bytes(b[:8], "big")
 
 
 def random_hash(b: bytes) -> int:
