@@ -184,6 +184,8 @@ class IperfApp(App):
         return out
 
     def collect(self) -> dict:
+        from testbed.dilation import to_real_rate, to_real_seconds
+        dil = self.ctx.scenario.time_dilation
         per = {}
         for w in self.workers:
             ev = [e for e in read_events(self.ctx.events_dir / f"{w}.jsonl")
@@ -192,16 +194,21 @@ class IperfApp(App):
                 per[w] = {"iterations": 0}
                 continue
             mbps = [e["bits_per_second"] / 1e6 for e in ev]
+            mean_it = sum(e["t_end"] - e["t_start"] for e in ev) / len(ev)
             per[w] = {"iterations": len(ev), "peer": self.peers[w],
                       "mean_mbps": sum(mbps) / len(mbps), "min_mbps": min(mbps),
                       "max_mbps": max(mbps),
-                      "mean_iteration_s": sum(e["t_end"] - e["t_start"] for e in ev) / len(ev),
+                      "mean_iteration_s": mean_it,
+                      # back in real-world units (time dilation s: rates x s, times / s)
+                      "real_mean_mbps": to_real_rate(sum(mbps) / len(mbps), dil),
+                      "real_mean_iteration_s": to_real_seconds(mean_it, dil),
                       "bytes": sum(e["bytes"] for e in ev),
                       "retransmits": sum(e.get("retransmits") or 0 for e in ev),
                       "lost_percent_mean": (sum(e.get("lost_percent") or 0 for e in ev) / len(ev))
                       if self.opts.protocol == "udp" else None}
         errors = {p.worker: p.error for p in self.progress() if p.error}
-        return {"app": self.name, "protocol": self.opts.protocol, "workers": per, "errors": errors}
+        return {"app": self.name, "protocol": self.opts.protocol, "time_dilation": dil,
+                "workers": per, "errors": errors}
 
     def stop(self) -> None:
         for p in self.procs:

@@ -113,7 +113,10 @@ def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2) -> li
                                 f"{graph.nodes[p['dst']]['ip']}")
         st = parse_ping(out)
         r = dict(p, **st)
+        s = graph.graph.get("dilated", 1.0) or 1.0
+        r["configured_rtt_real_ms"] = p["configured_rtt_ms"] / s
         if st["avg_ms"] is not None:
+            r["avg_real_ms"] = st["avg_ms"] / s   # real-world time (time dilation s)
             r["error_ms"] = round(st["avg_ms"] - p["configured_rtt_ms"], 3)
             r["within_tolerance"] = within_tolerance(st["avg_ms"], p["configured_rtt_ms"])
         else:

@@ -60,4 +60,8 @@ class ProgressView:
         self.live.update(render(progress, time.monotonic() - self.t0, self.duration_s, self.title))
 
     def __exit__(self, *exc):
-        return self.live.__exit__(*exc)
+        out = self.live.__exit__(*exc)
+        if not self.console.is_terminal:   # rich ends a non-terminal render without a newline
+            self.console.file.write("\n")
+            self.console.file.flush()
+        return out
