@@ -1,0 +1,90 @@
+"""The UDP driver over real sockets (loopback, no root): the aggregation point is the
+P4 program in the in-process softswitch behind a UDP <-> frame bridge that loses
+packets, so the driver's timers and retransmissions run in real time."""
+import socket
+import threading
+
+import numpy as np
+
+from control.agg_entries import push
+from tests.agg_switches import factory
+from workers import agg_packet as ap
+from workers.ina_client import ClientConfig, InaClient
+from workers.ina_udp import aggregate, open_socket
+
+AGG_IP, WORKERS = "127.0.0.2", ["127.0.0.3", "127.0.0.4", "127.0.0.5"]
+
+
+def bridge(sw, sock, stop, loss, rng):
+    """Receive UDP at the aggregation address, run the frame through the switch, send outputs."""
+    while not stop.is_set():
+        try:
+            data, (src, _) = sock.recvfrom(2048)
+        except socket.timeout:
+            continue
+        if rng.random() < loss:
+            continue
+        frame = ap.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", src, AGG_IP, data)
+        for _, out in sw.process(1, frame):
+            _, dst, payload = ap.udp_payload(out)
+            if rng.random() >= loss:
+                sock.sendto(payload, (dst, sock.getsockname()[1]))
+
+
+def test_driver_aggregates_over_lossy_udp():
+    agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    agg.bind((AGG_IP, 0))
+    agg.settimeout(0.05)
+    port = agg.getsockname()[1]
+    sw = factory("softswitch")()
+    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point 1 {AGG_IP} => 1 0 4 {len(WORKERS)} 1 0.0.0.0 0 0",
+            "mc_mgrp_create 1"]
+    for i, ip in enumerate(WORKERS):
+        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} 00:00:00:00:00:0{i + 3}",
+                 f"mc_node_create {i + 1} 1", f"mc_node_associate 1 $n{i}",
+                 # answers to retransmissions are routed back to their sender
+                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => 00:00:00:00:00:0{i + 3} 1"]
+    push(sw, cmds)
+    stop = threading.Event()
+    t = threading.Thread(target=bridge, args=(sw, agg, stop, 0.1, np.random.default_rng(3)), daemon=True)
+    t.start()
+    rng = np.random.default_rng(0)
+    tensors = [rng.integers(-2**20, 2**20, size=1000).astype(np.int32) for _ in WORKERS]
+    results, clients, errors = {}, {}, []
+
+    def worker(i, ip):
+        try:
+            c = InaClient(ClientConfig(job=1, agg_ip=AGG_IP, sender=i, fan_in=len(WORKERS), window=4,
+                                       initial_rto=0.05, min_rto=0.02))
+            clients[i] = c
+            with open_socket(ip, port) as s:
+                results[i] = aggregate(s, c, tensors[i], port=port, timeout_s=60)
+        except Exception as e:      # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i, ip)) for i, ip in enumerate(WORKERS)]
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(90)
+    finally:
+        stop.set()
+        t.join(2)
+        agg.close()
+    assert not errors, errors
+    want = np.sum([x.astype(np.int64) for x in tensors], axis=0)
+    for i in range(len(WORKERS)):
+        np.testing.assert_array_equal(results[i].astype(np.int64), want)
+    assert sum(c.stats.retransmissions for c in clients.values()) > 0   # 10% loss each way
+
+
+def test_bind_conflict_explains_itself():
+    with open_socket("127.0.0.6", 0) as a:
+        port = a.getsockname()[1]
+        try:
+            open_socket("127.0.0.6", port)
+        except OSError as e:
+            assert "another worker" in str(e)
+        else:
+            raise AssertionError("second bind should fail")

@@ -1,0 +1,71 @@
+"""Thin UDP socket driver for the sans-I/O InaClient (runs inside a worker host).
+
+The kernel builds Ethernet/IPv4/UDP; the client only sees payloads. The socket is
+bound to the protocol's port (both source and destination port are AGG_UDP_PORT,
+docs/protocol.md), so results multicast down by the switches reach it.
+
+    sock = open_socket(host_ip)
+    total = aggregate(sock, client, int32_values, exponent=e)
+"""
+from __future__ import annotations
+
+import select
+import socket
+import time
+
+import numpy as np
+
+from workers.agg_packet import AGG_UDP_PORT
+from workers.ina_client import InaClient
+
+RECV_BYTES = 2048
+
+
+def open_socket(bind_ip: str = "0.0.0.0", port: int = AGG_UDP_PORT, rcvbuf: int = 4 << 20) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    try:
+        s.bind((bind_ip, port))
+    except OSError as e:
+        s.close()
+        raise OSError(e.errno, f"cannot bind UDP {bind_ip}:{port} for aggregation ({e.strerror}); "
+                               "is another worker using this port in the same network namespace?") from None
+    s.setblocking(False)
+    return s
+
+
+def aggregate(sock: socket.socket, client: InaClient, values: np.ndarray, exponent=0,
+              overflow: bool = False, port: int = AGG_UDP_PORT, timeout_s: float | None = None,
+              clock=time.monotonic) -> np.ndarray:
+    """Send one int32 tensor, serve retransmissions, return the aggregated int32 tensor."""
+    start = clock()
+    _send(sock, client.start(values, start, exponent, overflow), port)
+    while not client.done:
+        now = clock()
+        if timeout_s is not None and now - start > timeout_s:
+            raise TimeoutError(f"aggregation not finished after {timeout_s} s "
+                               f"({client.stats.results} results, {client.stats.retransmissions} "
+                               "retransmissions); check the switches and routes")
+        deadline = client.next_deadline()
+        wait = 0.5 if deadline is None else max(0.0, deadline - now)
+        readable, _, _ = select.select([sock], [], [], wait)
+        now = clock()
+        if readable:
+            while True:
+                try:
+                    payload = sock.recv(RECV_BYTES)
+                except BlockingIOError:
+                    break
+                _send(sock, client.on_packet(payload, now), port)
+        _send(sock, client.on_timer(now), port)
+    return client.result()
+
+
+def _send(sock: socket.socket, sends, port: int) -> None:
+    for s in sends:
+        while True:
+            try:
+                sock.sendto(s.payload, (s.dst_ip, port))
+                break
+            except BlockingIOError:         # socket buffer full: wait until writable
+                select.select([], [sock], [], 0.1)
