@@ -8,9 +8,12 @@ packet, parsed again, to the mirror session's port, instance_type 1); resubmit
 (the original packet back to ingress, instance_type 6, ends this pass);
 multicast when mcast_grp != 0 (one egress pass per PRE replica, instance_type 5,
 egress_rid set); drop when egress_spec == 511; else unicast to egress_spec.
-After egress: an E2E clone (the egress-modified packet, instance_type 2, to the
-session's port, through egress again); drop when egress_spec == 511;
-recirculate (the deparsed packet back to ingress, instance_type 4).
+A unicast packet enters egress with instance_type 0, also after resubmit or
+recirculation (simple_switch.cpp sets PKT_INSTANCE_TYPE_NORMAL before enqueue).
+After egress: an E2E clone (the egress-modified headers with reset metadata,
+instance_type 2, to the session's port, through egress again); drop when egress
+set egress_spec to 511; recirculate (the deparsed packet back to ingress,
+instance_type 4).
 
 A parser error does not drop the packet (v1model: ingress sees
 standard_metadata.parser_error). `process` never raises: an exception in
@@ -144,7 +147,9 @@ class Switch:
             return
         if sm.egress_spec == DROP_PORT:
             return
-        self._egress(P, hdr, meta, sm, sm.egress_spec, sm.instance_type, now, out, passes)
+        # simple_switch marks every unicast packet NORMAL here, also a resubmitted
+        # or recirculated one
+        self._egress(P, hdr, meta, sm, sm.egress_spec, NORMAL, now, out, passes)
 
     def _clone_i2e(self, P, port, data, now, meta, out, passes):
         sess_port = self.state.mirroring.sessions.get(P.clone_sess)
@@ -163,6 +168,9 @@ class Switch:
             return
         sm.egress_port = eport
         sm.instance_type = itype
+        # BMv2 writes drop_port + 1 here so only an explicit drop in egress drops;
+        # 512 does not fit bit<9>, we write 0 (also "not the drop port").
+        sm.egress_spec = 0
         sm.enq_timestamp = now & 0xFFFFFFFF
         sm.egress_global_timestamp = now
         P = Packet(sm, Pin.plen, now, self.digests, self.logs)
@@ -174,8 +182,8 @@ class Switch:
             if sess_port is not None:
                 self.stats["clones"] += 1
                 passes[0] += 1
-                sm2 = p.new_sm()
-                sm2._set(sm)
+                sm2 = p.new_sm()   # BMv2: the clone's metadata is reset, headers copied
+                sm2.packet_length = sm.packet_length
                 self._egress(P, hdr._clone(), self._preserve(meta, P.clone_fl), sm2, sess_port,
                              EGRESS_CLONE, now, out, passes)
         if sm.egress_spec == DROP_PORT:

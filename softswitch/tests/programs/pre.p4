@@ -97,7 +97,8 @@ control MyEgress(inout headers hdr, inout metadata meta,
         hdr.ctl.itype_eg = (bit<8>) standard_metadata.instance_type;
         hdr.ctl.rid = (bit<8>) standard_metadata.egress_rid;
         hdr.ctl.eport = (bit<8>) standard_metadata.egress_port;
-        if (hdr.ctl.op == 4 && standard_metadata.instance_type == 0) {
+        // egress sees instance_type 0 for every unicast packet, so ask what ingress saw
+        if (hdr.ctl.op == 4 && hdr.ctl.itype_ing == 0) {
             recirculate_preserving_field_list(1);
         }
         if (hdr.ctl.op == 6 && standard_metadata.instance_type == 0) {
