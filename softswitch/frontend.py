@@ -15,7 +15,6 @@ import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from softswitch import p4ast
-from softswitch.errors import P4Error
 from softswitch.preprocess import Source, preprocess
 
 GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")

@@ -121,7 +121,7 @@ class TableMixin:
         annos_tree, name_tree, *props = tree.children
         lname = str(name_tree.children[0])
         annos = self.annotations(annos_tree)
-        table = A.TableDecl(lname, [], [], None, annotations=annos,
+        table = A.TableDecl(self.local_name(lname), [], [], None, annotations=annos,
                             runtime_name=self.runtime_name(annos, lname), loc=self.loc(tree))
         seen = set()
         entries_tree = None
@@ -192,9 +192,9 @@ class TableMixin:
         """An action call in default_action or an entry: must be in the actions list;
         constant arguments for its directionless parameters."""
         aname = str(name_tree.children[0])
-        ref = next((r for r in table.actions if r.action.name == aname), None)
+        sym = self.lookup(aname, name_tree)
+        ref = next((r for r in table.actions if r.action is sym.decl), None)
         if ref is None:
-            self.lookup(aname, name_tree)
             raise self.error(name_tree, f"{what}: action '{aname}' is not in the actions of table '{table.name}'")
         data = [p for p in ref.action.params if not p.direction]
         if len(arg_trees) == len(ref.action.params) and len(data) != len(arg_trees):

@@ -12,9 +12,12 @@ from lark import Token, Tree
 
 from softswitch import p4ast as A
 from softswitch.errors import P4Error
+from softswitch.callcheck import CallMixin
 from softswitch.exprcheck import ExprMixin, is_const
 from softswitch.p4types import BlockTypeT, ExternInfo, Signature, Sym, TypeVar, type_name
 from softswitch.preprocess import Source
+from softswitch.stmtcheck import StmtMixin
+from softswitch.subcontrol import SubControlMixin
 from softswitch.tablecheck import TableMixin
 
 V1SWITCH_SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -22,7 +25,7 @@ V1SWITCH_ARITY = (4, 2, 3, 3, 2, 2)
 HEADER_FIELD_TYPES = (A.BitT, A.IntT, A.VarbitT, A.BoolT)
 
 
-class Checker(ExprMixin, TableMixin):
+class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
     def __init__(self, source: Source):
         self.source = source
         self.scopes: list[dict] = [{}]
@@ -34,6 +37,7 @@ class Checker(ExprMixin, TableMixin):
         self.in_parser = False
         self.prefix = ""          # enclosing control name, for runtime names
         self.return_type = None   # inside functions
+        self.control_trees = {}   # control name -> parse tree, for inlined instances
         self.program = A.Program(main={}, parsers={}, controls={}, types=self.types, errors=self.errors,
                                  defines=dict(source.defines), source_files=list(source.files))
 
@@ -127,7 +131,7 @@ class Checker(ExprMixin, TableMixin):
         if name in self.externs:
             return A.ExternT(name)
         sym = self.scopes[0].get(name)
-        if sym is not None and sym.kind == "blocktype":
+        if sym is not None and sym.kind in ("blocktype", "control", "parser"):
             return sym.type
         raise self.error(node, f"unknown type '{name}'")
 
@@ -173,8 +177,7 @@ class Checker(ExprMixin, TableMixin):
 
     def type_width(self, tree) -> int:
         if isinstance(tree, Tree) and tree.data == "width_num":
-            value, t = self.x_number(Tree("number", tree.children, tree.meta)).value, None
-            return value
+            return self.x_number(Tree("number", tree.children, tree.meta)).value
         if isinstance(tree, Tree) and tree.data == "width_name":
             return self.const_int(Tree("path", tree.children, tree.meta), "type width")
         return self.const_int(tree, "type width")
@@ -405,6 +408,7 @@ class Checker(ExprMixin, TableMixin):
             self.prefix = ""
             self.pop()
         self.program.controls[name] = decl
+        self.control_trees[name] = tree
 
     def local_decl(self, tree, out: list):
         d = tree.data
@@ -412,6 +416,8 @@ class Checker(ExprMixin, TableMixin):
             self.const_decl(tree)
         elif d == "var_decl":
             out.append(self.var_decl(tree))
+        elif d == "instance_decl" and self.is_subcontrol_instance(tree):
+            self.subcontrol_instance(tree, out)
         elif d == "instance_decl":
             out.append(self.instance_decl(tree))
         elif d == "action_decl":
@@ -427,8 +433,8 @@ class Checker(ExprMixin, TableMixin):
         e = None
         if init:
             e = self.coerce(self.expr(init[0], t), t, "initializer", init[0])
-        decl = A.VarDecl(str(name.children[0]), t, e, loc=self.loc(tree))
-        self.declare(decl.name, Sym("local", t, decl=decl), name)
+        decl = A.VarDecl(self.local_name(str(name.children[0])), t, e, loc=self.loc(tree))
+        self.declare(str(name.children[0]), Sym("local", t, decl=decl), name)
         return decl
 
     def instance_decl(self, tree) -> A.InstanceDecl:
@@ -445,7 +451,8 @@ class Checker(ExprMixin, TableMixin):
         binding = dict(zip(info.type_params, t.type_args))
         args, _ = self.check_args(tree, sig, arg_trees, binding, [], f"{t.name} constructor")
         annos = self.annotations(annos_tree)
-        decl = A.InstanceDecl(lname, t, args, annos, self.runtime_name(annos, lname), loc=self.loc(tree))
+        decl = A.InstanceDecl(self.local_name(lname), t, args, annos, self.runtime_name(annos, lname),
+                              loc=self.loc(tree))
         self.declare(lname, Sym("instance", t, decl=decl), name)
         return decl
 
@@ -454,7 +461,7 @@ class Checker(ExprMixin, TableMixin):
         lname = str(name.children[0])
         params = self.params(params_tree)
         annos = self.annotations(annos_tree)
-        decl = A.ActionDecl(lname, params, A.Block([]), annos, self.runtime_name(annos, lname),
+        decl = A.ActionDecl(self.local_name(lname), params, A.Block([]), annos, self.runtime_name(annos, lname),
                             loc=self.loc(tree))
         self.push()
         try:
@@ -511,100 +518,6 @@ class Checker(ExprMixin, TableMixin):
                 raise self.error(arg, f"V1Switch {slot}: {want} '{bname}' must have {arity} parameters, "
                                       f"has {len(sym.decl.params)}")
             self.program.main[slot] = bname
-
-    # ---------------------------------------------------------------- statements
-    def block(self, tree) -> A.Block:
-        self.push()
-        try:
-            stmts = [s for s in (self.stmt(c) for c in tree.children) if s is not None]
-        finally:
-            self.pop()
-        return A.Block(stmts, loc=self.loc(tree))
-
-    def as_block(self, tree) -> A.Block:
-        if tree.data == "block":
-            return self.block(tree)
-        self.push()
-        try:
-            s = self.stmt(tree)
-        finally:
-            self.pop()
-        return A.Block([s] if s is not None else [], loc=self.loc(tree))
-
-    def stmt(self, tree):
-        d, loc = tree.data, self.loc(tree)
-        if d == "assign":
-            lhs = self.expr(tree.children[0])
-            self.check_lvalue(lhs, tree.children[0], "left side of '='")
-            rhs = self.coerce(self.expr(tree.children[1], lhs.type), lhs.type, "assignment", tree.children[1])
-            return A.Assign(lhs, rhs, loc=loc)
-        if d == "call_stmt":
-            return A.ExprStmt(self.x_call(tree), loc=loc)
-        if d == "if_stmt":
-            cond = self.expr(tree.children[0])
-            if not isinstance(cond.type, A.BoolT):
-                raise self.error(tree.children[0], f"if condition must be bool, not {type_name(cond.type)}")
-            other = self.as_block(tree.children[2]) if len(tree.children) > 2 else None
-            return A.If(cond, self.as_block(tree.children[1]), other, loc=loc)
-        if d == "switch_stmt":
-            return self.switch_stmt(tree)
-        if d == "block":
-            return self.block(tree)
-        if d == "var_decl":
-            return self.var_decl(tree)
-        if d == "const_decl":
-            self.const_decl(tree)
-            return None
-        if d == "exit_stmt":
-            return A.Exit(loc=loc)
-        if d == "return_stmt":
-            if self.in_parser:
-                raise self.error(tree, "'return' is not allowed in a parser state")
-            value = None
-            if tree.children:
-                if self.return_type is None:
-                    raise self.error(tree, "only functions can return a value")
-                value = self.coerce(self.expr(tree.children[0]), self.return_type, "return", tree.children[0])
-            elif self.return_type is not None and not isinstance(self.return_type, A.VoidT):
-                raise self.error(tree, f"return needs a value of type {type_name(self.return_type)}")
-            return A.Return(value, loc=loc)
-        if d == "empty_stmt":
-            return A.Empty(loc=loc)
-        raise self.error(tree, f"unsupported: statement {d}")
-
-    def switch_stmt(self, tree):
-        subject = self.expr(tree.children[0])
-        t = subject.type
-        cases, seen = [], set()
-        on_actions = isinstance(t, A.ActionEnumT)
-        if not on_actions and not (isinstance(t, (A.BitT, A.IntT, A.EnumT, A.ErrorT))):
-            raise self.error(tree.children[0], f"cannot switch on a value of type {type_name(t)}")
-        table = subject.expr.target.decl if on_actions else None
-        for case in tree.children[1:]:
-            label_tree = case.children[0]
-            if label_tree.data == "default":
-                label = A.Default(loc=self.loc(label_tree))
-                key = "default"
-            elif on_actions:
-                if label_tree.data != "path":
-                    raise self.error(label_tree, "switch on action_run needs action names as labels")
-                aname = str(label_tree.children[0])
-                ref = next((r for r in table.actions if r.action.name == aname), None)
-                if ref is None:
-                    raise self.error(label_tree, f"'{aname}' is not an action of table '{table.name}'")
-                label = key = ref.action.runtime_name
-            else:
-                label = self.coerce(self.expr(label_tree), t, "switch label", label_tree)
-                if not is_const(label):
-                    raise self.error(label_tree, "switch label must be a compile-time constant")
-                key = label.value
-            if key in seen:
-                raise self.error(label_tree, f"duplicate switch label '{self.text_of(label_tree)}'")
-            seen.add(key)
-            body = self.block(case.children[1]) if len(case.children) > 1 else None
-            cases.append(A.SwitchCase([label], body))
-        return A.Switch(subject, cases, loc=self.loc(tree))
-
 
 def check_program(tree, source: Source) -> A.Program:
     return Checker(source).check(tree)

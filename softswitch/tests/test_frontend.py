@@ -379,3 +379,61 @@ def test_value_set_is_reported_as_unsupported():
     with pytest.raises(P4Error) as e:
         load_string(text, "vs.p4")
     assert e.value.message.startswith("unsupported: value_set")
+
+
+SUBCONTROL = """
+control Count(inout headers hdr, in bit<8> step, out bit<32> seen) {
+    bit<8> tmp = 0;
+    action bump(bit<8> by) { tmp = step + by; }
+    table steps { key = { step: exact; } actions = { bump; NoAction; } default_action = bump(1); }
+    apply { steps.apply(); hdr.h.a = hdr.h.a + tmp; seen = 7; }
+}
+"""
+INLINED_BODY = """
+    Count() counter1;
+    Count() counter2;
+    apply {
+        counter1.apply(hdr, 8w10, m.x);
+        counter2.apply(hdr, hdr.h.a, m.x);
+    }"""
+
+
+def test_control_instances_are_inlined_with_p4c_names():
+    p = load_string(PRELUDE + SUBCONTROL + SHELL % INLINED_BODY, "sub.p4")
+    ing = p.controls["I"]
+    names = [d.name for d in ing.locals]
+    assert names == ["counter1__hdr", "counter1__step", "counter1__seen", "counter1__tmp",
+                     "counter1__bump", "counter1__steps", "counter2__hdr", "counter2__step",
+                     "counter2__seen", "counter2__tmp", "counter2__bump", "counter2__steps"]
+    t = control_local(ing, A.TableDecl, "counter1__steps")
+    assert t.runtime_name == "I.counter1.steps" and t.keys[0].expr.name == "counter1__step"
+    assert control_local(ing, A.ActionDecl, "counter1__bump").runtime_name == "I.counter1.bump"
+    first = ing.body.stmts[0]
+    assert isinstance(first, A.Block)
+    copy_in_hdr, copy_in_step, body, copy_out_hdr, copy_out_seen = first.stmts
+    assert copy_in_step.lhs.name == "counter1__step" and copy_in_step.rhs.value == 10
+    assert isinstance(body, A.Block) and body.stmts[0].expr.method == "apply"
+    assert copy_out_seen.lhs.expr.name == "m" and copy_out_seen.rhs.name == "counter1__seen"
+    assert not any(s.lhs.name == "counter1__seen" for s in first.stmts
+                   if isinstance(s, A.Assign) and isinstance(s.lhs, A.PathExpr))  # out: no copy-in
+
+
+def test_inlined_control_runs_with_copy_in_copy_out(tmp_path):
+    from softswitch.switch import Switch
+    path = tmp_path / "sub.p4"
+    path.write_text(PRELUDE + SUBCONTROL + SHELL % INLINED_BODY.replace(
+        "m.x);\n    }", "m.x);\n        sm.egress_spec = 1;\n    }"))
+    switch = Switch.from_file(str(path))
+    # h_t = a(8) b(16) s(8), a = 5; tables miss and run bump(1). I is both ingress and egress.
+    # ingress: counter1 step 10 -> tmp 11, a 16; counter2 step 16 -> tmp 17, a 33
+    # egress:  counter1 step 10 -> tmp 11, a 44; counter2 step 44 -> tmp 45, a 89
+    assert switch.process(0, bytes([5, 0, 0, 0])) == [(1, bytes([89, 0, 0, 0]))]
+
+
+def test_instance_with_tables_applied_twice_is_unsupported():
+    body = INLINED_BODY.replace("counter2.apply", "counter1.apply")
+    with pytest.raises(P4Error) as e:
+        load_string(PRELUDE + SUBCONTROL + SHELL % body, "sub.p4")
+    assert e.value.message == ("unsupported: applying 'counter1' more than once: control 'Count' has "
+                               "tables (instantiate it once per use)")
+    assert e.value.loc.line == PRELUDE.count("\n") + SUBCONTROL.count("\n") + 12
