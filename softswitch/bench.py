@@ -301,8 +301,9 @@ def start_softswitch(bed: VethBed, wl: Workload, log_path: str):
            "--thrift-port", str(port), "--log-file", log_path]
     for k, v in wl.defines.items():
         cmd += ["-D", f"{k}={v}"]
-    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=REPO_ROOT), cwd=REPO_ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log_path, "w") as log:   # start-up errors (stderr) land in the same log
+        proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=REPO_ROOT), cwd=REPO_ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while not port_accepts(port):
         if proc.poll() is not None or time.monotonic() > deadline:
