@@ -95,10 +95,11 @@ class Sim:
             self._send(to, self.port_peer[(to, port)], out)
 
     # ---------------------------------------------------------------- run
-    def start(self, tensors: dict, exponent: int = 0):
-        """tensors: (job, host) -> int32 array."""
+    def start(self, tensors: dict, exponent=0):
+        """tensors: (job, host) -> int32 array; exponent: one, one per chunk, or a dict by key."""
         for key, values in tensors.items():
-            self._host_send(key[1], self.clients[key].start(values, self.now, exponent))
+            e = exponent[key] if isinstance(exponent, dict) else exponent
+            self._host_send(key[1], self.clients[key].start(values, self.now, e))
 
     def run(self, until: float = 600.0):
         while not all(c.done for c in self.clients.values()):

@@ -75,3 +75,52 @@ def test_heavy_loss_recovers_through_retransmissions():
     assert sum(c.stats.retransmissions for c in sim.clients.values()) > 0
     ev = np.sum([s.events for s in sim.switches.values()], axis=0)
     assert ev[5] > 0 and ev[6] > 0     # answered from stored results, partial sums re-sent up
+
+
+def test_float_gradients_within_quantization_bound():
+    """float32 gradients -> per-block exponents -> P4 aggregation -> dequantized sum
+    within n * 2^-(e+1) of the float64 reference, for every block."""
+    from workers.quantize import block_exponents, dequantize, quantize, sum_error_bound
+    g = _graph("geo-3-level")
+    tree = build_tree(g, job=1, root=1, window=4)
+    n = len(tree.workers)
+    sim = build_sim(g, factory("softswitch"), [tree], Faults(0.05, 0.05, 10.0, 3),
+                    initial_rto=0.3, min_rto=0.05, max_rto=2.0)
+    rng = np.random.default_rng(5)
+    grads = {h: (rng.standard_normal(300) * np.geomspace(1e-4, 10, 300)).astype(np.float32)
+             for h in tree.workers}
+    agreed_max = np.max(np.abs(np.array(list(grads.values()))), axis=0)   # agreed out of band
+    exps = block_exponents(agreed_max, 32, n)
+    tensors = {(1, h): np.concatenate([quantize(x[i * 32:(i + 1) * 32], int(e), n)[0]
+                                       for i, e in enumerate(exps)]) for h, x in grads.items()}
+    sim.start(tensors, exponent=exps)
+    results = sim.run(until=3000)
+    ref = np.sum([x.astype(np.float64) for x in grads.values()], axis=0)
+    for key, q in results.items():
+        got = np.concatenate([dequantize(q[i * 32:(i + 1) * 32], int(e)) for i, e in enumerate(exps)])
+        bound = np.repeat([sum_error_bound(int(e), n) for e in exps], 32)[:300]
+        assert np.all(np.abs(got - ref) <= bound)
+    assert exps.max() - exps.min() >= 10      # the blocks really use different exponents
+
+
+def test_pcap_of_a_simulated_run_dissects(tmp_path):
+    from scapy.utils import rdpcap, wrpcap
+    from scapy.layers.l2 import Ether
+    from workers.agg_packet import AggHeader, RESULT
+    g = _graph("geo-3-level")
+    tree = build_tree(g, job=1, root=1, window=4)
+    sim = build_sim(g, factory("softswitch"), [tree], Faults(0.1, 0.0, 0.0, 9),
+                    initial_rto=0.3, min_rto=0.05)
+    captured = []
+    send = sim._send
+    sim._send = lambda frm, to, frame, faults=True: (
+        captured.append(frame) if {frm, to} == {"g1", "g2"} else None, send(frm, to, frame, faults))[1]
+    sim.start(random_tensors([tree], 100, 2))
+    sim.run()
+    path = tmp_path / "wan.pcap"
+    wrpcap(str(path), [Ether(f) for f in captured])
+    pkts = rdpcap(str(path))
+    assert len(pkts) == len(captured) > 0
+    hdrs = [p[AggHeader] for p in pkts]
+    assert all(h.k == 32 and len(h.values) == 32 and h.shadow == h.gen & 1 for h in hdrs)
+    assert any(h.flags & RESULT for h in hdrs) and any(not h.flags & RESULT for h in hdrs)
