@@ -91,6 +91,9 @@ class EnumT(Type):
 class FieldDef:
     name: str
     type: Type
+    # ((annotation name, value), ...), e.g. (("field_list", 1),); several args -> a tuple.
+    # Used for v1model's @field_list (clone/resubmit/recirculate preserving field lists).
+    annotations: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,9 @@ class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
                                (isinstance(t, A.EnumT) and t.underlying is not None)):
                 raise self.error(typ, f"header field '{name}' must be bit<>, int<>, varbit<>, bool "
                                       f"or a serializable enum, not {type_name(t)}")
-            out.append(A.FieldDef(name, t))
+            annos = self.annotations(f.children[0])
+            out.append(A.FieldDef(name, t, tuple((k, tuple(v) if isinstance(v, list) else v)
+                                                 for k, v in annos.items())))
         return tuple(out)
 
     def d_header_decl(self, tree):
