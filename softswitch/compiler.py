@@ -43,7 +43,7 @@ class CompiledPipeline:
     new_headers: object
     new_meta: object
     new_sm: object
-    meta_fields: tuple
+    field_lists: dict          # @field_list index -> names of user metadata fields in it
     source: str
     errors: list = field(default_factory=list)
 
@@ -368,8 +368,21 @@ def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
         state=state, parse=g["parse"], verify_checksum=g["c_verify_checksum"],
         ingress=g["c_ingress"], egress=g["c_egress"], compute_checksum=g["c_compute_checksum"],
         deparse=g["deparse"], new_headers=g[class_name(hdr_t)], new_meta=g[class_name(meta_t)],
-        new_sm=g[class_name(sm_t)], meta_fields=tuple(f.name for f in meta_t.fields),
+        new_sm=g[class_name(sm_t)], field_lists=_field_lists(meta_t),
         source=src, errors=unit.errors)
+
+
+def _field_lists(meta_t) -> dict:
+    """{index: (field names)} from @field_list(i, ...) on user metadata fields, as p4c
+    builds the lists that clone/resubmit/recirculate_preserving_field_list(i) keep."""
+    lists: dict = {}
+    for f in getattr(meta_t, "fields", ()):
+        for name, value in getattr(f, "annotations", ()):
+            if name != "field_list":
+                continue
+            for idx in (value if isinstance(value, tuple) else (value,)):
+                lists.setdefault(int(idx), []).append(f.name)
+    return {k: tuple(v) for k, v in lists.items()}
 
 
 def _main_file(program) -> str:

@@ -91,12 +91,17 @@ class Switch:
 
     # ------------------------------------------------------------------ passes
     def _preserve(self, meta, fl):
-        """Metadata carried by a clone/resubmit/recirculate: the whole user
-        metadata (field lists are not distinguished, see v1model.py), or nothing
-        for the old forms without a field list (fl == -1)."""
+        """User metadata carried by a clone/resubmit/recirculate: the fields of
+        @field_list(fl) keep their values, all others start at 0 (BMv2 resets
+        metadata and copies the field list). fl == -1: the deprecated forms
+        without a list, nothing is kept."""
         new = self.pipe.new_meta()
-        if fl is not None and fl != -1:
-            new._set(meta)
+        for name in self.pipe.field_lists.get(fl, ()):
+            v = getattr(meta, name)
+            if hasattr(v, "_set"):
+                getattr(new, name)._set(v)
+            else:
+                setattr(new, name, v)
         return new
 
     def _parse(self, port, data, now, itype, meta):

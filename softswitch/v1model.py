@@ -7,9 +7,8 @@ Decisions where BMv2 is not a model to copy:
   location is logged; the switch keeps running.
 - `hash(..., max)` with max == 0: BMv2 divides by zero; here the result is
   base + hash (no modulo), wrapped to the result width.
-- field lists of clone/resubmit/recirculate: p4c selects user-metadata fields
-  annotated `@field_list(i)`. When the front end provides no field annotations
-  the whole user metadata struct is preserved.
+- field lists of clone/resubmit/recirculate: the user-metadata fields annotated
+  `@field_list(i)` keep their values, as p4c builds the lists; the rest is reset.
 
 Hash algorithms over the data's bits packed MSB-first, padded with zero bits to
 a whole byte (BMv2 packs a field list the same way):

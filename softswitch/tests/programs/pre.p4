@@ -26,6 +26,7 @@ header ctl_t {
 struct metadata {
     @field_list(1)
     bit<8> kept;
+    bit<8> dropped;     // not in field list 1: reset on resubmit/recirculate
 }
 
 struct digest_t {
@@ -65,9 +66,10 @@ control MyIngress(inout headers hdr, inout metadata meta,
         } else if (op == 3) {
             if (standard_metadata.instance_type == 0) {
                 meta.kept = 0x42;
+                meta.dropped = 0x0F;
                 resubmit_preserving_field_list(1);
             } else {
-                hdr.ctl.meta_val = meta.kept;
+                hdr.ctl.meta_val = meta.kept | meta.dropped;
                 standard_metadata.egress_spec = 3;
             }
         } else if (op == 4) {
