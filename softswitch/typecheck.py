@@ -23,6 +23,7 @@ from softswitch.tablecheck import TableMixin
 V1SWITCH_SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 V1SWITCH_ARITY = (4, 2, 3, 3, 2, 2)
 HEADER_FIELD_TYPES = (A.BitT, A.IntT, A.VarbitT, A.BoolT)
+_FIELD_ANNOTATIONS = "annotations" in A.FieldDef.__dataclass_fields__  # additive p4ast field
 
 
 class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
@@ -245,8 +246,12 @@ class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
                 raise self.error(typ, f"header field '{name}' must be bit<>, int<>, varbit<>, bool "
                                       f"or a serializable enum, not {type_name(t)}")
             annos = self.annotations(f.children[0])
-            out.append(A.FieldDef(name, t, tuple((k, tuple(v) if isinstance(v, list) else v)
-                                                 for k, v in annos.items())))
+            if annos and _FIELD_ANNOTATIONS:
+                # e.g. @field_list(1) on metadata fields, for clone/resubmit field lists
+                pairs = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in annos.items())
+                out.append(A.FieldDef(name, t, annotations=pairs))
+            else:
+                out.append(A.FieldDef(name, t))
         return tuple(out)
 
     def d_header_decl(self, tree):

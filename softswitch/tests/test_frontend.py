@@ -437,3 +437,10 @@ def test_instance_with_tables_applied_twice_is_unsupported():
     assert e.value.message == ("unsupported: applying 'counter1' more than once: control 'Count' has "
                                "tables (instantiate it once per use)")
     assert e.value.loc.line == PRELUDE.count("\n") + SUBCONTROL.count("\n") + 12
+
+
+@pytest.mark.skipif("annotations" not in A.FieldDef.__dataclass_fields__, reason="FieldDef.annotations not in p4ast")
+def test_field_annotations_reach_the_ast():
+    p = program("struct keep_t { @field_list(1) bit<8> a; @field_list(1, 2) bit<8> b; bit<8> c; }")
+    fields = p.types["keep_t"].fields
+    assert [f.annotations for f in fields] == [(("field_list", 1),), (("field_list", (1, 2)),), ()]
