@@ -25,7 +25,8 @@ _TYPE_DECL = re.compile(
     r"\b(?:header|header_union|struct|parser|control|package)\s+([A-Za-z_]\w*)"
     r"|\benum\s+(?:(?:bit|int)\s*<[^>]*>\s*|[A-Za-z_]\w*\s+(?=[A-Za-z_]))?([A-Za-z_]\w*)\s*\{"
     r"|\bextern\s+([A-Za-z_]\w*)\s*(?:<[^>{;(]*>\s*)?\{"
-    r"|\b(?:typedef|type)\b[^;{}]*?([A-Za-z_]\w*)\s*;")
+    # typedef/type only where a declaration starts: `meta.type = x;` must not count
+    r"|(?:^|[;{}])\s*(?:@\w+(?:\([^()]*\))?\s*)*(?:typedef|type)\s[^;{}=]*?([A-Za-z_]\w*)\s*;", re.M)
 # Type parameters: `extern register<T, I>`, `void hash<O, T, D, M>(`, `parser Parser<H, M>(`.
 _TYPE_PARAMS = re.compile(r"\b(?:extern|parser|control|package)\s+[A-Za-z_]\w*\s*<([^<>;{}()]*)>"
                           r"|\b[A-Za-z_]\w*\s*<([A-Z][\w\s,]*)>\s*\(")

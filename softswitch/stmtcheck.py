@@ -60,6 +60,8 @@ class StmtMixin:
             self.const_decl(tree)
             return None
         if d == "exit_stmt":
+            if self.in_parser:
+                raise self.error(tree, "'exit' is not allowed in a parser (use transition reject)")
             return A.Exit(loc=loc)
         if d == "return_stmt":
             if self.in_parser:

@@ -444,3 +444,17 @@ def test_field_annotations_reach_the_ast():
     p = program("struct keep_t { @field_list(1) bit<8> a; @field_list(1, 2) bit<8> b; bit<8> c; }")
     fields = p.types["keep_t"].fields
     assert [f.annotations for f in fields] == [(("field_list", 1),), (("field_list", (1, 2)),), ()]
+
+
+def test_keywords_as_field_names_and_type_scan_is_not_fooled():
+    p = program("struct kw_t { bit<8> type; bit<8> key; bit<8> state; }",
+                "kw_t k; apply { bit<8> foo = 3; k.type = foo; k.key = k.type; k.state = k.key; }")
+    stmts = p.controls["I"].body.stmts
+    assert stmts[1].lhs.name == "type" and stmts[1].rhs.name == "foo" and stmts[1].rhs.kind == "local"
+
+
+def test_exit_in_parser_is_an_error():
+    text = PRELUDE + SHELL.replace("transition accept; }", "exit; transition accept; }", 1) % "apply { }"
+    with pytest.raises(P4Error) as e:
+        load_string(text, "px.p4")
+    assert e.value.message == "'exit' is not allowed in a parser (use transition reject)"
