@@ -54,6 +54,8 @@ class StmtMixin:
             return self.switch_stmt(tree)
         if d == "block":
             return self.block(tree)
+        if d == "annotated_block":  # e.g. @atomic { ... }: one thread runs packets, so plain
+            return self.block(tree.children[-1])
         if d == "var_decl":
             return self.var_decl(tree)
         if d == "const_decl":

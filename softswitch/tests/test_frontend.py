@@ -458,3 +458,9 @@ def test_exit_in_parser_is_an_error():
     with pytest.raises(P4Error) as e:
         load_string(text, "px.p4")
     assert e.value.message == "'exit' is not allowed in a parser (use transition reject)"
+
+
+def test_annotated_block_statement():
+    p = program(body="register<bit<32>>(1) r; apply { @atomic { r.read(m.x, 0); r.write(0, m.x + 1); } }")
+    blk = p.controls["I"].body.stmts[0]
+    assert isinstance(blk, A.Block) and [s.expr.method for s in blk.stmts] == ["read", "write"]
