@@ -112,7 +112,7 @@ CAPTURE = textwrap.dedent("""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.bind((ifname, 3)); s.settimeout(0.05)
     print("ready", flush=True)
-    end = time.time() + secs
+    end = time.time() + secs       # a safety net: the test normally stops it with SIGTERM
     while time.time() < end:
         try:
             data, addr = s.recvfrom(65535)
@@ -131,16 +131,21 @@ SEND = textwrap.dedent("""
 """)
 
 
-def start_capture(host, tag: bytes, seconds=2.0):
+def start_capture(host, tag: bytes, seconds=30.0):
     proc = host.popen([PY, "-c", CAPTURE, host.defaultIntf().name, tag.hex(), str(seconds)],
                       stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
 
-def captured(proc):
-    out, _ = proc.communicate(timeout=10)
-    return [bytes.fromhex(line) for line in out.split()]
+def collect(captures: dict, settle=1.0) -> dict:
+    """Stops the capture processes after `settle` seconds; frames each one saw (printed and
+    flushed as they arrived, so nothing is lost to the SIGTERM)."""
+    time.sleep(settle)
+    for proc in captures.values():
+        proc.terminate()
+    return {k: [bytes.fromhex(line) for line in proc.communicate(timeout=10)[0].split()]
+            for k, proc in captures.items()}
 
 
 def send_frame(host, frame: bytes, count=1):
@@ -253,7 +258,7 @@ def test_multicast_replicates_to_every_group_member(netctl):
     tag = b"xs-mcast-" + os.urandom(4).hex().encode()
     caps = {i: start_capture(net[f"xh{i}"], tag) for i in (1, 2, 3, 4)}
     send_frame(net["xh1"], udp_frame(1, "01:00:5e:01:01:01", "239.1.1.1", tag), count=3)
-    got = {i: captured(p) for i, p in caps.items()}
+    got = collect(caps)
     assert len(got[1]) == 0                       # the sender's port is not a member
     for i in (2, 3, 4):
         assert len(got[i]) == 3, (i, got)         # one copy per member per packet
@@ -324,7 +329,7 @@ def test_clone_mirrors_to_the_session_port(netctl, tmp_path):
     frame = bytes.fromhex("020000000002" "020000000001" "88b5") + tag + bytes(30)
     caps = {i: start_capture(net[f"xh{i}"], tag) for i in (1, 2, 3)}
     send_frame(net["xh1"], frame, count=2)
-    got = {i: captured(p) for i, p in caps.items()}
+    got = collect(caps)
     assert got[2] == [frame, frame]                                  # the original, unchanged
     mirrored = frame[:12] + b"\x88\xb6" + frame[14:]
     assert got[3] == [mirrored, mirrored]                            # the I2E clone on port 3

@@ -204,10 +204,12 @@ def test_standalone_relay_delays_each_direction_and_stops_on_sigterm():
                 if data == frame:
                     return (time.monotonic() - t0) * 1000
 
-        ab = [one_way(left, right, b"ab%02d" % i) for i in range(5)]
-        ba = [one_way(right, left, b"ba%02d" % i) for i in range(5)]
-        assert all(20.0 <= d < 22.0 for d in ab), ab
-        assert all(5.0 <= d < 7.0 for d in ba), ba
+        ab = [one_way(left, right, b"ab%02d" % i) for i in range(9)]
+        ba = [one_way(right, left, b"ba%02d" % i) for i in range(9)]
+        # Never early; typically late by well under a millisecond (the median is robust to
+        # the odd scheduling hiccup on a loaded 2-core machine).
+        assert min(ab) >= 20.0 and statistics.median(ab) < 21.0, ab
+        assert min(ba) >= 5.0 and statistics.median(ba) < 6.0, ba
         relay.send_signal(signal.SIGTERM)
         assert relay.wait(5) == 0
         assert "stopping" in relay.stderr.read()
