@@ -102,18 +102,29 @@ def check_reachability(net, graph, timeout_s: float) -> dict:
 
 
 def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2) -> list[dict]:
-    results = []
+    """All WAN edges are probed at once (a ping process each): a few pings per second per
+    edge load the switches negligibly, and 28 edges of 8 datacenters take 2 s, not 56."""
+    import subprocess
+    probes = []
     for p in wan_probe_pairs(graph):
         if not p["on_route"]:
+            probes.append((p, None))
+            continue
+        wait = max(2, int(3 * p["configured_rtt_ms"] / 1000) + 1)
+        proc = net[p["src"]].popen(["ping", "-q", "-c", str(count), "-i", str(interval_s), "-W", str(wait),
+                                    graph.nodes[p["dst"]]["ip"]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        probes.append((p, proc))
+    results = []
+    s = graph.graph.get("dilated", 1.0) or 1.0
+    for p, proc in probes:
+        if proc is None:
             results.append(dict(p, skipped="the edge is not on the delay-shortest route "
                                            "between these datacenters"))
             continue
-        wait = max(2, int(3 * p["configured_rtt_ms"] / 1000) + 1)
-        out = net[p["src"]].cmd(f"ping -q -c {count} -i {interval_s} -W {wait} "
-                                f"{graph.nodes[p['dst']]['ip']}")
+        out, _ = proc.communicate()
         st = parse_ping(out)
         r = dict(p, **st)
-        s = graph.graph.get("dilated", 1.0) or 1.0
         r["configured_rtt_real_ms"] = p["configured_rtt_ms"] / s
         if st["avg_ms"] is not None:
             r["avg_real_ms"] = st["avg_ms"] / s   # real-world time (time dilation s)

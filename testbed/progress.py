@@ -31,7 +31,8 @@ def render(progress, elapsed_s: float, duration_s: float | None, title: str) -> 
     slowest = min((p.iterations for p in progress), default=0)
     total = progress[0].total if progress else None
     eta = eta_s(slowest, total, elapsed_s, duration_s)
-    t = Table(title=f"{title}  elapsed {fmt_s(elapsed_s)}  ETA {fmt_s(eta)}", expand=False)
+    heading = f"{title}  elapsed {fmt_s(elapsed_s)}  ETA {fmt_s(eta)}"
+    t = Table(title=heading, expand=False, min_width=len(heading) + 2)
     for col in ("worker", "iterations", "MB", "state"):
         t.add_column(col, justify="right" if col in ("iterations", "MB") else "left")
     for p in progress:
