@@ -359,9 +359,10 @@ def test_loading_a_600_line_program_is_fast():
     text = _big_program(45)
     assert text.count("\n") >= 600
     load_string(text, "big.p4")  # warm: grammar tables built or read from cache
-    start = time.perf_counter()
+    # CPU time, not wall time: the shared test machine may be heavily loaded.
+    start = time.process_time()
     p = load_string(text, "big.p4")
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert len([d for d in p.controls["I"].locals if isinstance(d, A.TableDecl)]) == 45
     assert elapsed < 1.0, f"loading took {elapsed:.2f} s"
 
