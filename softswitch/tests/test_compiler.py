@@ -135,3 +135,48 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) { a
     assert r.returncode == 0, r.stderr
     assert "def c_ingress(" in r.stdout and "p_sm.egress_spec = 2" in r.stdout
     compile(r.stdout, "generated", "exec")   # the listing is valid Python
+
+
+def test_direct_meter_colors_the_hit_entry_and_reads_in_the_action():
+    sw = build("""
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action mark() { dm.read(hdr.h.c); }
+    table t { key = { hdr.h.a: exact; } actions = { mark; NoAction; } meters = dm; }
+    apply { t.apply(); sm.egress_spec = 1; }
+}""")
+    from softswitch.runtime import RuntimeAPI
+    api = RuntimeAPI(sw.state)
+    assert "handle 0" in api.execute("table_add t mark 7 =>")
+    reply = api.execute("meter_set_rates dm 0 0.000001:1 0.000002:2")
+    assert not reply.startswith("Error"), reply
+    colors = [sw.process(1, bytes([7, 0, 0, 0]), now_us=10 + i)[0][1][2] for i in range(3)]
+    assert colors[0] == 0 and colors[1] != 0      # green, then over the 1-packet committed burst
+    assert sw.process(1, bytes([8, 0, 0, 0]), now_us=20)[0][1][2] == 0   # miss: no meter, no color
+
+
+def test_lookahead_of_a_header_type_does_not_consume():
+    src = PRELUDE.replace("state start { pk.extract(hdr.h); transition accept; }",
+                          "state start { h_t peek = pk.lookahead<h_t>(); hdr.h2 = peek; pk.extract(hdr.h); "
+                          "transition accept; }") + """
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) { apply { sm.egress_spec = 1; } }
+""" + MAIN
+    sw = Switch(frontend.load_string(src, "look.p4"))
+    assert sw.process(1, bytes([1, 2, 3, 4]))[0][1] == bytes([1, 2, 3, 4, 1, 2, 3, 4])
+    assert sw.process(1, bytes([1, 2]))[0][1] == bytes([1, 2])   # too short: PacketTooShort
+    assert sw.stats["parser_errors"] == 1
+
+
+def test_log_msg_formats_values_into_the_log():
+    logged = []
+
+    class Log:
+        def info(self, fmt, *a):
+            logged.append(fmt % a)
+        error = exception = warning = debug = info
+    sw = Switch(frontend.load_string(PRELUDE + """
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    apply { log_msg("a={} b={}", { hdr.h.a, hdr.h.b }); log_msg("plain"); sm.egress_spec = 1; }
+}""" + MAIN, "log.p4"), log=Log())
+    sw.process(1, bytes([5, 6, 0, 0]))
+    assert "log_msg: a=5 b=6" in logged and "log_msg: plain" in logged
