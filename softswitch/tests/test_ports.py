@@ -303,3 +303,97 @@ def test_port_open_errors_name_the_interface():
     from softswitch.ports import PortError
     with pytest.raises(PortError, match="xp-does-not-exist.*ip link show"):
         Port(1, "xp-does-not-exist")
+
+
+# --- the process: start-up, errors, signals (no interfaces needed, so no root) -----------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(*args):
+    import sys
+    return subprocess.Popen([sys.executable, "-m", "softswitch", *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_ready(proc, timeout=30):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        if "ready:" in line:
+            return line
+    raise AssertionError(f"switch never logged ready (exit {proc.poll()})")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_process_serves_control_port_and_exits_cleanly_on_signal(sig):
+    from softswitch.client import SoftswitchClient
+    port = _free_port()
+    proc = _start(os.path.join(REPO, "p4", "forward.p4"), "--thrift-port", str(port), "--device-id", "7")
+    try:
+        ready = _wait_ready(proc)
+        assert f"control port 127.0.0.1:{port}" in ready and "device 7" in ready
+        with SoftswitchClient(port) as c:
+            assert "ipv4_lpm" in c.execute("show_tables")
+            assert c.execute("table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.0.1/32 => "
+                             "00:00:00:00:00:01 1").startswith("Adding entry")
+            assert c.execute("no_such_command").startswith("Error")   # bad command: switch keeps running
+        proc.send_signal(sig)
+        assert proc.wait(10) == 0
+        rest = proc.stderr.read()
+        assert "stopping" in rest and "Traceback" not in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_process_reports_front_end_errors_without_traceback(tmp_path):
+    bad = tmp_path / "bad.p4"
+    bad.write_text("#include <core.p4>\nheader h_t { bit<8> f }\n")
+    proc = _start(str(bad), "--thrift-port", str(_free_port()))
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"{bad}:2:" in err and "^" in err
+    assert "Traceback" not in err
+
+
+def test_process_reports_a_busy_control_port():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        proc = _start(os.path.join(REPO, "p4", "forward.p4"), "--thrift-port", str(port))
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"127.0.0.1:{port}" in err and "--thrift-port" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-i", "eth0"], "expected PORT@IFNAME"),
+    (["--link-emu", "3:delay_ms=5"], "no -i interface"),
+    (["--link-emu", "1:delay=5", "-i", "1@lo"], "unknown setting"),
+])
+def test_process_rejects_bad_arguments(args, needle):
+    proc = _start(os.path.join(REPO, "p4", "forward.p4"), *args)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.mininet
+def test_process_names_a_missing_interface():
+    proc = _start(os.path.join(REPO, "p4", "forward.p4"), "-i", "1@xp-nonexistent", "--thrift-port",
+                  str(_free_port()))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "xp-nonexistent" in err and "Traceback" not in err
