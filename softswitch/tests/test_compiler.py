@@ -180,3 +180,15 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
 }""" + MAIN, "log.p4"), log=Log())
     sw.process(1, bytes([5, 6, 0, 0]))
     assert "log_msg: a=5 b=6" in logged and "log_msg: plain" in logged
+
+
+def test_a_parser_loop_without_progress_ends_in_parser_timeout():
+    src = PRELUDE.replace("state start { pk.extract(hdr.h); transition accept; }",
+                          "state start { transition again; } state again { transition start; }") + """
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    apply { if (sm.parser_error == error.ParserTimeout) { sm.egress_spec = 3; } }
+}""" + MAIN
+    sw = Switch(frontend.load_string(src, "loop.p4"))
+    out = sw.process(1, bytes([9, 9, 9, 9]))
+    assert out == [(3, bytes([9, 9, 9, 9]))]
+    assert sw.stats["parser_errors"] == 1
