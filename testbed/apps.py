@@ -222,8 +222,14 @@ class IperfApp(App):
                 p.wait(3)
 
 
+# scheme name -> App class. Schemes register here (one line each) as they land.
+APPS: dict[str, type[App]] = {"iperf": IperfApp}
+
+
 def make_app(scheme: str, options: dict) -> App:
-    if scheme == "iperf":
-        return IperfApp(options)
-    raise ValueError(f"scheme {scheme!r} has no application yet (see issue 4); "
-                     f"use scheme: iperf for the traffic demo")
+    cls = APPS.get(scheme)
+    if cls is None:
+        raise ValueError(f"scheme {scheme!r} has no application yet (available: "
+                         f"{', '.join(sorted(APPS))}; see issue 4); use scheme: iperf for the "
+                         f"traffic demo")
+    return cls(options)

@@ -120,7 +120,7 @@ def test_iperf_options_validation():
     with pytest.raises(ValueError, match="not tcp or udp"):
         apps.IperfOptions.from_options({"protocol": "sctp"})
     with pytest.raises(ValueError, match="no application yet"):
-        apps.make_app("ring", {})
+        apps.make_app("no-such-scheme", {})
 
 
 def test_parse_iperf_json():
