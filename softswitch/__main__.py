@@ -198,6 +198,24 @@ def _setup_logging(args) -> None:
     log.setLevel(logging.INFO)
 
 
+def _fail(args, message: str) -> None:
+    """A start-up error: on stderr always, and in the log file when there is one (the Mininet
+    class shows that file's tail when a switch does not come up)."""
+    if args.log_file:
+        log.error("%s", message)
+        if _same_file(sys.stderr, args.log_file):
+            return   # the Mininet class sends stderr to the log file too: say it once
+    print(message, file=sys.stderr)
+
+
+def _same_file(stream, path: str) -> bool:
+    try:
+        a, b = os.fstat(stream.fileno()), os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def _parse_defines(items: list[str]) -> dict[str, str]:
     defines = {}
     for item in items:
@@ -242,11 +260,10 @@ def main(argv=None) -> int:
     try:
         switch = _load_switch(args, defines)
     except P4Error as e:
-        print(e.format(), file=sys.stderr)
-        log.error("program failed to load:\n%s", e.format())
+        _fail(args, e.format())
         return 1
     except OSError as e:
-        print(f"softswitch: cannot read program {args.program}: {e.strerror}", file=sys.stderr)
+        _fail(args, f"softswitch: cannot read program {args.program}: {e.strerror}")
         return 1
 
     ports: dict[int, Port] = {}
@@ -255,15 +272,13 @@ def main(argv=None) -> int:
             ports[number] = Port(number, ifname)
         server = _start_control_server(switch, control_port)
     except PortError as e:
-        log.error("%s", e.strerror)
-        print(f"softswitch: {e.strerror}", file=sys.stderr)
+        _fail(args, f"softswitch: {e.strerror}")
         for p in ports.values():
             p.close()
         return 1
     except OSError as e:   # the control server's message names the port and what to do
         msg = e.strerror or str(e)
-        log.error("%s", msg)
-        print(f"softswitch: {msg}", file=sys.stderr)
+        _fail(args, f"softswitch: {msg}")
         for p in ports.values():
             p.close()
         return 1
