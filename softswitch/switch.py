@@ -39,6 +39,12 @@ STAT_KEYS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_
              "loop_limit_drops")
 
 
+def _worth_logging(n: int) -> bool:
+    """The first 10 occurrences, then every 1000th: a flood of bad packets must
+    not turn into a flood of log lines."""
+    return n <= 10 or n % 1000 == 0
+
+
 class Switch:
     def __init__(self, program, device_id: int = 0, log=None):
         self.program = program
@@ -72,12 +78,16 @@ class Switch:
         except AssertFailed as e:
             st["assert_failures"] += 1
             st["dropped"] += 1
-            self.log.error("assert/assume failed at %s: packet dropped", e.where)
+            if _worth_logging(st["assert_failures"]):
+                self.log.error("assert/assume failed at %s: packet dropped (%d so far)",
+                               e.where, st["assert_failures"])
             return []
         except Exception as e:  # a bug must cost one packet, never the switch
             st["errors"] += 1
             st["dropped"] += 1
-            self.log.exception("error while processing a packet from port %s (%s): packet dropped", port, e)
+            if _worth_logging(st["errors"]):
+                self.log.exception("error while processing a packet from port %s (%s): packet dropped "
+                                   "(%d so far); please report it with the program", port, e, st["errors"])
             return []
         finally:
             if self.logs:
