@@ -140,9 +140,7 @@ def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = F
     clients = {}
     for t in trees:
         for host, b in t.workers.items():
-            clients[(t.job, host)] = InaClient(ClientConfig(
-                job=t.job, agg_ip=b.agg_address, sender=b.sender, fan_in=b.fan_in,
-                window=t.window, k=k, **client_opts))
+            clients[(t.job, host)] = InaClient(ClientConfig.for_worker(t, host, k=k, **client_opts))
     return Sim(g, switches, clients, faults)
 
 

@@ -149,3 +149,13 @@ def test_config_errors():
         c.start(np.ones(40, dtype=np.int32), 0.0)
     with pytest.raises(RuntimeError, match="not finished"):
         c.result()
+
+
+def test_config_for_worker_from_tree():
+    from control.agg_tree import build_tree
+    from tests.agg_topo import graph
+    t = build_tree(graph(2), job=3, root=1, window=16)
+    cfg = ClientConfig.for_worker(t, "h2r2w2", k=64, initial_rto=0.3)
+    assert (cfg.job, cfg.agg_ip, cfg.sender, cfg.fan_in, cfg.window, cfg.k) == (3, "10.2.2.254", 1, 2, 16, 64)
+    with pytest.raises(ValueError, match="not a worker of job 3"):
+        ClientConfig.for_worker(t, "h9r9w9")

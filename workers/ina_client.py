@@ -54,6 +54,15 @@ class ClientConfig:
         if self.k not in (32, 64):
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
 
+    @classmethod
+    def for_worker(cls, tree, host: str, **opts) -> "ClientConfig":
+        """The configuration of `host` in an aggregation tree (control/agg_tree.AggTree)."""
+        if host not in tree.workers:
+            raise ValueError(f"{host} is not a worker of job {tree.job} (workers: {sorted(tree.workers)})")
+        b = tree.workers[host]
+        return cls(job=tree.job, agg_ip=b.agg_address, sender=b.sender, fan_in=b.fan_in,
+                   window=tree.window, **opts)
+
 
 @dataclass(frozen=True)
 class Send:
