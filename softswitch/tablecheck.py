@@ -29,6 +29,13 @@ def _expr_key(e) -> str:
     return f"<{id(e)}>"
 
 
+def _is_prefix(mask: int, t) -> bool:
+    width = t.width if hasattr(t, "width") else 0
+    mask &= (1 << width) - 1
+    inverted = ~mask & ((1 << width) - 1)
+    return inverted & (inverted + 1) == 0  # the zeros are all at the bottom
+
+
 class TableMixin:
     # ---------------------------------------------------------------- keysets
     def keyset_elem(self, tree, key_type, what: str):
@@ -277,8 +284,11 @@ class TableMixin:
         keys = self.keyset(ks_tree, [k.expr.type for k in table.keys], "table entry")
         elem_trees = ks_tree.children if ks_tree.data == "tuple_keyset" else [ks_tree] * len(keys)
         for k, v, vt in zip(table.keys, keys, elem_trees):
-            if isinstance(v, A.Mask) and k.match_kind not in ("ternary",):
-                raise self.error(vt, f"mask '&&&' needs a ternary key, '{k.name}' is {k.match_kind}")
+            if isinstance(v, A.Mask) and k.match_kind not in ("ternary", "lpm"):
+                raise self.error(vt, f"mask '&&&' needs a ternary or lpm key, '{k.name}' is {k.match_kind}")
+            if isinstance(v, A.Mask) and k.match_kind == "lpm" and not _is_prefix(v.mask.value, v.type):
+                raise self.error(vt, f"lpm mask {v.mask.value:#x} of '{k.name}' is not a prefix "
+                                     f"(ones from the top bit down)")
             if isinstance(v, A.Range) and k.match_kind != "range":
                 raise self.error(vt, f"range '..' needs a range key, '{k.name}' is {k.match_kind}")
             if isinstance(v, A.Default) and k.match_kind == "exact":

@@ -238,6 +238,14 @@ def test_name_annotations_give_p4c_runtime_names():
     assert t.runtime_name == "top_table" and [k.name for k in t.keys] == ["h_a", "m.x[3:0]"]
 
 
+def test_lpm_entries_take_prefix_masks():
+    body = ("action a() { } table t { key = { m.x: lpm; } actions = { a; } "
+            "const entries = { 0x0a000000 &&& 0xff000000: a(); 0x0b000000 &&& 0xffffffff: a(); "
+            "_ : a(); } } apply { t.apply(); }")
+    t = control_local(program(body=body).controls["I"], A.TableDecl, "t")
+    assert [type(e.keys[0]).__name__ for e in t.const_entries] == ["Mask", "Mask", "Default"]
+
+
 def test_table_apply_hit_and_lookahead():
     body = """
     table t { key = { hdr.h.a: exact; } actions = { NoAction; } }
@@ -276,7 +284,10 @@ def test_table_apply_hit_and_lookahead():
      "wrong number of arguments to action 'a' in table entry: expected 1, got 2"),
     ("", "action a() { } table t { key = { m.x: exact; } actions = { a; } "
          "const entries = { 1 &&& 3: a(); } } apply { t.apply(); }",
-     "mask '&&&' needs a ternary key, 'm.x' is exact"),
+     "mask '&&&' needs a ternary or lpm key, 'm.x' is exact"),
+    ("", "action a() { } table t { key = { m.x: lpm; } actions = { a; } "
+         "const entries = { 0x0a000000 &&& 0xff00ff00: a(); } } apply { t.apply(); }",
+     "lpm mask 0xff00ff00 of 'm.x' is not a prefix (ones from the top bit down)"),
     ("", "table t { key = { m.x: lpm; } actions = { NoAction; } size = 0; } apply { }", "table size must be positive"),
     ("", "register<bit<8>>(4) r; apply { r.write(0, m.x); }",
      "type mismatch in argument 'value' of 'write': expected bit<8>, got bit<32> (cast with (bit<8>)(...))"),
