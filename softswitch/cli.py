@@ -40,6 +40,42 @@ def _unreachable(args, err) -> int:
     return 1
 
 
+def completion_words(client) -> tuple[list[str], list[str]]:
+    """(command names, resource names) asked from the switch itself, so the
+    completion always matches the running program."""
+    commands = [w for line in client.execute("help").split("\n")[2:] for w in line.split()]
+    names = set()
+    for cmd in ("show_tables", "show_actions"):
+        for line in client.execute(cmd).split("\n"):
+            if line.strip():
+                full = line.split()[0]
+                names.add(full)
+                names.add(full.rsplit(".", 1)[-1])   # short names resolve too
+    return sorted(commands), sorted(names)
+
+
+def make_completer(commands, names):
+    def complete(text, state, _line=None):
+        import readline
+        line = _line if _line is not None else readline.get_line_buffer()
+        first_word = not line[:len(line) - len(text)].strip()
+        pool = commands if first_word else names
+        matches = [w for w in pool if w.startswith(text)]
+        return matches[state] if state < len(matches) else None
+    return complete
+
+
+def _enable_completion(client):
+    try:
+        import readline
+    except ImportError:       # line editing is a convenience, not a requirement
+        return
+    commands, names = completion_words(client)
+    readline.set_completer(make_completer(commands, names))
+    readline.set_completer_delims(" \t")
+    readline.parse_and_bind("tab: complete")
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     client = SoftswitchClient(args.thrift_port, host=args.thrift_ip, timeout=args.timeout)
@@ -49,10 +85,7 @@ def main(argv=None) -> int:
         return _unreachable(args, e)
     interactive = sys.stdin.isatty()
     if interactive:
-        try:
-            import readline  # noqa: F401  (line editing and history for input())
-        except ImportError:
-            pass
+        _enable_completion(client)
     show_prompt = not args.quiet
     failed = False
     if show_prompt:

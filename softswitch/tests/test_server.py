@@ -323,3 +323,15 @@ def test_random_bytes_never_break_the_server(server):
             body = f.read(int(size))
         assert body == b"0"
         s.close()
+
+
+def test_cli_completion_words_come_from_the_switch(server):
+    from softswitch.cli import completion_words, make_completer
+    with SoftswitchClient(server.port) as c:
+        commands, names = completion_words(c)
+    assert "table_add" in commands and "mc_node_create" in commands and "Documented" not in commands
+    assert "MyIngress.ipv4_lpm" in names and "ipv4_lpm" in names and "ipv4_forward" in names
+    complete = make_completer(commands, names)
+    assert complete("table_a", 0, "table_a") == "table_add"
+    assert complete("ipv4_l", 0, "table_add ipv4_l") == "ipv4_lpm"
+    assert complete("zzz", 0, "table_add zzz") is None
