@@ -1,6 +1,7 @@
-"""Fuzzing the packet path: any bytes on any port, into forward.p4 and an
-aggregation-style program, never raise out of Switch.process, and every packet
-is counted (in == out-producing + dropped)."""
+"""Fuzzing the packet path: any bytes on any port, into forward.p4, an
+aggregation-style program, the traffic-manager program and the parser-heavy
+program, never raise out of Switch.process, no packet hits an exception in
+generated code, and every packet is counted (one output or more, or one drop)."""
 import pathlib
 
 import pytest
@@ -18,6 +19,8 @@ PROGRAMS = {
     "pre": (ROOT / "softswitch" / "tests" / "programs" / "pre.p4", None,
             ["mc_mgrp_create 1", "mc_node_create 1 2 3", "mc_node_associate 1 0",
              "mirroring_add 5 7", "mirroring_add 6 8"]),
+    # header stacks, lookahead/advance, verify, NoMatch: the parser paths most likely to break
+    "parser_ops": (ROOT / "softswitch" / "tests" / "programs" / "parser_ops.p4", None, []),
 }
 _switches = {}
 
