@@ -299,9 +299,20 @@ def main(argv=None) -> int:
         for h in log.handlers:
             h.flush()
 
+    # SOFTSWITCH_PROFILE=FILE: run the loop under cProfile and dump the stats to FILE on
+    # exit (softswitch.bench --profile uses it to show where per-packet time goes).
+    profile_path = os.environ.get("SOFTSWITCH_PROFILE")
+    profiler = None
+    if profile_path:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     try:
         loop.run(on_ready=ready)
     finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
         counters = {n: p.counters() for n, p in ports.items()}
         log.info("stopping: packets_in %d, stats %s, ports %s, link-emu %s, unknown egress port drops %d",
                  loop.packets_in, getattr(switch, "stats", {}), counters,
