@@ -43,8 +43,13 @@ def ipv4_udp_prefix():
                          "bbbbbeef0028000000")
 
 
+# the EtherTypes the test programs branch on, so random bodies reach their parsers
+ETHERTYPES = [0x0800, 0x88B5, 0x88B6, 0x88B7, 0x88B8, 0x88B9, 0x88BB, 0x88BC, 0x0001, 0x0002]
+
 frames = st.one_of(
     st.binary(max_size=200),
+    st.tuples(st.sampled_from(ETHERTYPES), st.binary(max_size=64)).map(
+        lambda t: bytes(12) + t[0].to_bytes(2, "big") + t[1]),
     st.binary(max_size=200).map(lambda b: ipv4_udp_prefix()[:len(b) % 60] + b),
     st.binary(min_size=0, max_size=180).map(lambda b: ipv4_udp_prefix() + b),
 )
