@@ -397,3 +397,30 @@ def test_process_names_a_missing_interface():
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "xp-nonexistent" in err and "Traceback" not in err
+
+
+@pytest.mark.mininet
+def test_loop_survives_its_interface_disappearing(veth):
+    a, b = veth
+    ports = {1: Port(1, a)}
+    loop = SwitchLoop(lambda p, f, t: [(1, f)], ports)
+    try:
+        subprocess.run(["ip", "link", "del", a], check=True)    # teardown under a running switch
+        t0 = time.monotonic()
+        for _ in range(10):
+            loop.run_once(0.05)        # must neither raise nor spin on a stale error
+        assert time.monotonic() - t0 >= 0.4
+    finally:
+        loop.close()
+
+
+def test_trace_logs_each_frame_in_and_out(ports, caplog):
+    import logging
+    loop = SwitchLoop(cross_connect, ports, trace=True)
+    with caplog.at_level(logging.INFO, logger="softswitch"):
+        ports[1].peer.send(b"\x01traced")
+        loop.run_once(0.05)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("in  port 1 len 7 01") for m in lines), lines
+    assert any(m.startswith("out port 2 len 7 01") for m in lines), lines
+    loop.close()
