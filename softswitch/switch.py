@@ -164,7 +164,7 @@ class Switch:
             return
         # simple_switch marks every unicast packet NORMAL here, also a resubmitted
         # or recirculated one
-        self._egress(P, hdr, meta, sm, sm.egress_spec, NORMAL, now, out, passes)
+        self._egress(P, hdr, meta, sm, sm.egress_spec, NORMAL, now, out, passes, reuse=True)
 
     def _clone_i2e(self, P, port, data, now, meta, out, passes):
         sess_port = self.state.mirroring.sessions.get(P.clone_sess)
@@ -176,7 +176,9 @@ class Switch:
         P2, hdr2, meta2, sm2 = self._parse(port, data, now, INGRESS_CLONE, self._preserve(meta, P.clone_fl))
         self._egress(P2, hdr2, meta2, sm2, sess_port, INGRESS_CLONE, now, out, passes)
 
-    def _egress(self, Pin, hdr, meta, sm, eport, itype, now, out, passes):
+    def _egress(self, Pin, hdr, meta, sm, eport, itype, now, out, passes, reuse=False):
+        """One egress pass. reuse: the unicast copy may take over the ingress
+        context (its clone/resubmit requests are already served)."""
         p = self.pipe
         if passes[0] > MAX_PASSES:
             self.stats["loop_limit_drops"] += 1
@@ -188,9 +190,13 @@ class Switch:
         sm.egress_spec = 0
         sm.enq_timestamp = now & 0xFFFFFFFF
         sm.egress_global_timestamp = now
-        P = Packet(sm, Pin.plen, now, self.digests, self.logs)
-        P.payload = Pin.payload
-        P.truncate = Pin.truncate     # truncate() in ingress applies on the way out
+        if reuse:
+            P = Pin
+            P.clone_sess = P.clone_fl = None
+        else:
+            P = Packet(sm, Pin.plen, now, self.digests, self.logs)
+            P.payload = Pin.payload
+            P.truncate = Pin.truncate     # truncate() in ingress applies on the way out
         p.egress(P, hdr, meta, sm)
         if P.clone_sess is not None:
             sess_port = self.state.mirroring.sessions.get(P.clone_sess)
@@ -204,7 +210,9 @@ class Switch:
         if sm.egress_spec == DROP_PORT:
             return
         p.compute_checksum(P, hdr, meta)
-        pkt = b"".join(p.deparse(P, hdr)) + bytes(P.payload)
+        parts = p.deparse(P, hdr)
+        parts.append(P.payload)
+        pkt = b"".join(parts)
         if P.truncate is not None and P.truncate < len(pkt):
             pkt = pkt[:P.truncate]
         if P.recirc_fl is not None:
