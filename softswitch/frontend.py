@@ -15,6 +15,7 @@ import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from softswitch import p4ast
+from softswitch.errors import P4Error
 from softswitch.preprocess import Source, preprocess
 
 GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
@@ -148,7 +149,13 @@ def parse(source: Source) -> lark.Tree:
 
 def load_source(source: Source) -> p4ast.Program:
     from softswitch.typecheck import check_program  # late import: keeps parse() usable alone
-    return check_program(parse(source), source)
+    tree = parse(source)
+    try:
+        return check_program(tree, source)
+    except RecursionError:
+        main_file = source.line_map[-1][0] if source.line_map else "<input>"
+        raise P4Error(p4ast.Loc(main_file, 0, 0), "unsupported: expressions or blocks nested too "
+                                                 "deeply for the front end (split them up)") from None
 
 
 def load(path, defines: dict | None = None, include_dirs=()) -> p4ast.Program:

@@ -476,3 +476,42 @@ def test_annotated_block_statement():
     p = program(body="register<bit<32>>(1) r; apply { @atomic { r.read(m.x, 0); r.write(0, m.x + 1); } }")
     blk = p.controls["I"].body.stmts[0]
     assert isinstance(blk, A.Block) and [s.expr.method for s in blk.stmts] == ["read", "write"]
+
+
+# ------------------------------------------------------------------ robustness
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_FUZZ_TOKENS = ["{", "}", "(", ")", ";", ",", ".", "<", ">", ">>", "=", "==", "&&&", "..", "_", "default",
+                "apply", "state", "transition", "select", "bit<8>", "int", "hdr", "meta", "1", "8w1", '"s"',
+                "@name(\"q\")", "action", "table", "key", "exit", "return", "if", "else", "[", "]", ":", "?",
+                "!", "-", "error", "NoAction", "headers", "true", "++", "const", "struct", "#if 0", "#endif"]
+_FUZZ_SOURCES = [(PROGRAMS / n).read_text() for n in ("basic.p4", "const_entries.p4", "source_routing.p4")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(_FUZZ_SOURCES))),
+       st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 2), st.sampled_from(_FUZZ_TOKENS),
+                          st.integers(1, 30)), min_size=1, max_size=3))
+def test_mutated_programs_give_a_p4error_or_a_program(which, edits):
+    """Whatever the input, the front end answers with a Program or a P4Error
+    (which the CLI prints), never another exception."""
+    text = _FUZZ_SOURCES[which]
+    for where, op, token, length in edits:
+        pos = int(where * len(text))
+        if op == 0:
+            text = text[:pos] + text[pos + length:]
+        elif op == 1:
+            text = text[:pos] + " " + token + " " + text[pos:]
+        else:
+            text = text[:pos] + "\n" + token + "\n" + text[pos:]
+    try:
+        load_string(text, "fuzz.p4")
+    except P4Error as e:
+        assert e.format().startswith("fuzz.p4:") or e.loc.file.endswith(".p4")
+
+
+def test_deep_nesting_is_an_error_not_a_crash():
+    deep = "- " * 3000 + "1"
+    with pytest.raises(P4Error) as e:
+        program(f"const bit<8> X = {deep};")
+    assert "nested too deeply" in e.value.message
