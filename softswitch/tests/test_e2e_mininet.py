@@ -30,8 +30,18 @@ def host_mac(i):
 
 
 def leftovers():
+    """Our interfaces, and Mininet shells of our nodes, still present."""
     intfs = [n for n in os.listdir("/sys/class/net") if n.startswith(("xs", "xh"))]
-    return intfs
+    shells = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"mininet:xs" in cmd or b"mininet:xh" in cmd:
+            shells.append(f"pid {pid}: " + cmd.replace(b"\0", b" ").decode(errors="replace"))
+    return intfs + shells
 
 
 @pytest.fixture
