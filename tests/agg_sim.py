@@ -28,6 +28,7 @@ class Faults:
     dup: float = 0.0           # probability it is delivered twice
     reorder_ms: float = 0.0    # uniform extra delay 0..reorder_ms per delivery
     seed: int = 0
+    kinds: tuple = ("access", "uplink", "wan")   # link kinds the faults apply to
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Sim:
     def _send(self, frm: str, to: str, frame: bytes, faults: bool = True):
         a = self.g.edges[frm, to]
         copies = 1
+        faults = faults and a["kind"] in self.faults.kinds
         if faults and self.rng.random() < self.faults.loss:
             self.stats.lost += 1
             return

@@ -159,3 +159,17 @@ def test_config_for_worker_from_tree():
     assert (cfg.job, cfg.agg_ip, cfg.sender, cfg.fan_in, cfg.window, cfg.k) == (3, "10.2.2.254", 1, 2, 16, 64)
     with pytest.raises(ValueError, match="not a worker of job 3"):
         ClientConfig.for_worker(t, "h9r9w9")
+
+
+def test_no_backoff_while_other_chunks_progress():
+    """A timeout while results keep arriving is random loss, not a stall: RTO unchanged."""
+    c = client(window=3, initial_rto=0.1, min_rto=0.01)
+    out = c.start(np.ones(3 * 32, dtype=np.int32), 0.0)
+    c.on_timer(0.1)                                   # all three time out: a stall
+    assert c.next_deadline() == pytest.approx(0.1 + 0.2)
+    c.on_packet(result_for(out[0].payload), 0.15)     # progress resets the stall count
+    t = c.next_deadline()
+    (r,) = c.on_timer(t)[:1]
+    assert c.rtt.srtt is None and c.next_deadline() > t
+    # chunk 1's second retransmission is armed after a result: stall count 1, not its retry count 2
+    assert c._it.deadline[1] == pytest.approx(t + 0.2)

@@ -104,6 +104,10 @@ class InaClient:
         self.next_seq = 0
         self._it: _Iteration | None = None
         self._timers: list[tuple[float, int]] = []
+        # Timeouts in a row with no result in between. Random loss while results keep
+        # coming is not backed off (other chunks prove the path works); a stall (link
+        # down, congestion, unprogrammed switch) backs off exponentially.
+        self._stalls = 0
 
     # ------------------------------------------------------------- inputs
     def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
@@ -139,10 +143,14 @@ class InaClient:
         self.stats.results += 1
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
+        self._stalls = 0
         return self._send_ready(now)
 
     def on_timer(self, now: float) -> list[Send]:
         it, out = self._it, []
+        if self._timers and self._timers[0][0] <= now and it is not None and \
+                any(d <= now and j not in it.results and it.deadline[j] == d for d, j in self._timers):
+            self._stalls += 1
         while self._timers and self._timers[0][0] <= now:
             deadline, j = heapq.heappop(self._timers)
             if it is None or j in it.results or it.deadline[j] != deadline:
@@ -202,7 +210,7 @@ class InaClient:
                               int(it.exponents[j]), vals)
         if it.sent_at[j] is None:
             it.sent_at[j] = now
-        it.deadline[j] = now + self.rtt.backed_off(it.retries[j])
+        it.deadline[j] = now + self.rtt.backed_off(min(self._stalls, it.retries[j]))
         heapq.heappush(self._timers, (it.deadline[j], j))
         self.stats.sent += 1
         self.stats.bytes_sent += len(payload)

@@ -2,9 +2,9 @@
 
 SRTT and RTTVAR are smoothed with gains 1/8 and 1/4; RTO = SRTT + max(G, 4 RTTVAR),
 clamped to [min_rto, max_rto]. Samples must come only from packets sent once
-(Karn's rule): the caller enforces that. A packet's n-th retransmission waits
-rto * 2**n (exponential backoff per packet, so a burst of timeouts in a window does
-not inflate the timer of every other packet). All times in seconds.
+(Karn's rule): the caller enforces that. `backed_off(n)` is rto * 2**n, capped;
+the caller chooses n (workers/ina_client.py: timeouts in a row without progress).
+All times in seconds.
 
 Here a "round trip" is send -> aggregated result, so it includes waiting for the
 slowest worker of the slot: stragglers raise the RTO instead of causing spurious
