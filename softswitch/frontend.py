@@ -32,10 +32,13 @@ _TYPE_DECL = re.compile(
 _TYPE_PARAMS = re.compile(r"\b(?:extern|parser|control|package)\s+[A-Za-z_]\w*\s*<([^<>;{}()]*)>"
                           r"|\b[A-Za-z_]\w*\s*<([A-Z][\w\s,]*)>\s*\(")
 
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
 _NAMES_HOLDER: dict = {"types": frozenset()}
 
 
 def _scan_type_names(text: str) -> frozenset:
+    text = _STRING.sub('""', text)  # log_msg("struct x") declares nothing
     names = set()
     for m in _TYPE_DECL.finditer(text):
         names.add(next(g for g in m.groups() if g))

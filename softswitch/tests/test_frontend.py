@@ -515,3 +515,8 @@ def test_deep_nesting_is_an_error_not_a_crash():
     with pytest.raises(P4Error) as e:
         program(f"const bit<8> X = {deep};")
     assert "nested too deeply" in e.value.message
+
+
+def test_words_in_strings_do_not_declare_types():
+    p = program(body='apply { bit<8> foo = 1; log_msg("struct foo {}", {foo}); }')
+    assert p.controls["I"].body.stmts[1].expr.args[1].elems[0].name == "foo"
