@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import struct
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -25,6 +26,7 @@ PACKET_OUTGOING = 4           # sll_pkttype of frames this host sent
 SOCKET_BUFFER_BYTES = 8 << 20
 LINK_HEADER_ALLOWANCE = 18    # Ethernet header + one VLAN tag
 MAX_BATCH = 256               # frames drained per readiness event
+PACKET_STATISTICS = 6        # struct tpacket_stats {tp_packets, tp_drops}, reset on each read
 SO_SNDBUFFORCE = 32           # asm-generic/socket.h; Python's socket module lacks these two
 SO_RCVBUFFORCE = 33
 
@@ -51,6 +53,7 @@ class Port:
         self.rx_packets = self.rx_bytes = 0
         self.tx_packets = self.tx_bytes = 0
         self.rx_oversized = 0
+        self.rx_socket_drops = 0     # frames the kernel dropped because the switch fell behind
         self.tx_errors = 0
         try:
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -122,9 +125,20 @@ class Port:
         self.tx_bytes += len(frame)
         return True
 
+    def socket_drops(self) -> int:
+        """Frames dropped by the kernel since the port opened: the receive buffer was full
+        because the pipeline was slower than the offered load."""
+        try:
+            _packets, drops = struct.unpack("II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        except OSError:
+            return self.rx_socket_drops
+        self.rx_socket_drops += drops
+        return self.rx_socket_drops
+
     def counters(self) -> dict:
         return {"rx_packets": self.rx_packets, "tx_packets": self.tx_packets, "tx_bytes": self.tx_bytes,
-                "rx_oversized": self.rx_oversized, "tx_errors": self.tx_errors}
+                "rx_oversized": self.rx_oversized, "rx_socket_drops": self.socket_drops(),
+                "tx_errors": self.tx_errors}
 
     def close(self) -> None:
         self.sock.close()
