@@ -491,6 +491,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 meta.agg.route = 0;
                 if (!hdr.vals.isValid() || hdr.agg.k != AGG_K
                         || (bit<32>)hdr.agg.slot >= meta.agg.num_slots
+                        || meta.agg.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS
                         || hdr.agg.gen == 0 || hdr.agg.shadow != hdr.agg.gen[0:0]) {
                     agg_events.count(EV_BAD);
                     drop();

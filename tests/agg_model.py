@@ -112,7 +112,7 @@ class ModelSwitch:
         k, ev = self.k, self.events
         flags, w, gen, _off, sender, _fan, _exp, kk = struct.unpack_from("!BHIIBBbB", f, 43)
         shadow, slot = w >> 15, w & 0x7FFF
-        if len(f) < 58 + 4 * k or kk != k or slot >= p["n"] or gen == 0 or shadow != gen & 1:
+        if len(f) < 58 + 4 * k or kk != k or slot >= p["n"] or p["base"] + slot >= self.size // 2 or gen == 0 or shadow != gen & 1:
             ev[EV["BAD"]] += 1
             return []
         vals = list(struct.unpack_from(f"!{k}I", f, 58))

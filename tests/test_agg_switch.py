@@ -275,6 +275,12 @@ def test_malformed_packets_are_dropped_and_counted(kind):
     for p in bad_payloads:
         assert net.send(h, net.frame(h, p, b.agg_address)) == []
     assert net.events("s1r1")[EV["BAD"]] == 5
+    # a misconfigured slot range beyond the registers is refused, not read out of bounds
+    net.sw["s1r1"].execute("table_add MyIngress.agg_points MyIngress.agg_point 7 10.1.1.254 => "
+                           "0 2047 4 2 1 10.0.0.1 0 2")
+    p = ap.encode(7, ap.DATA, 3, 1, 0, 0, 2, 0, np.zeros(32, np.int32))
+    assert net.send(h, net.frame(h, p, b.agg_address)) == []
+    assert net.events("s1r1")[EV["BAD"]] == 6
     # truncated: the values are cut off; must not crash, must not count
     full = net.contribute(h, 0, 1, vec(1))
     for cut in (len(full) - 4, 60, 50):
