@@ -352,3 +352,11 @@ def test_p4_program_matches_model_byte_for_byte():
         if sw_name != "g1":
             assert ev[EV["DUP_RESEND"]] > 0 and ev[EV["RESULT_STORE"]] > 0, ev
         assert p4sw.events == model.events[:len(p4sw.events)]
+
+
+def test_unsupported_k_is_a_compile_error():
+    from softswitch import frontend
+    from softswitch.errors import P4Error
+    from tests.agg_switches import PROGRAM
+    with pytest.raises(P4Error, match="AGG_K must be 32 or 64"):
+        frontend.load(str(PROGRAM), {"AGG_K": "48"})

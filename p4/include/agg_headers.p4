@@ -12,6 +12,9 @@
 #ifndef AGG_K
 #define AGG_K 32
 #endif
+#if AGG_K != 32 && AGG_K != 64
+#error AGG_K must be 32 or 64 (values per packet)
+#endif
 
 const bit<16> AGG_UDP_PORT = 48879;   /* 0xBEEF: source and destination port */
 
