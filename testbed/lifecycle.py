@@ -356,7 +356,7 @@ def _log_health(h: dict, log) -> None:
         if w.get("skipped"):
             log(f"health: WAN {w['edge']}: {w['skipped']}")
         else:
-            log(f"health: WAN {w['edge']} RTT {w['avg_ms']} ms (min {w['min_ms']}) vs configured "
+            log(f"health: WAN {w['edge']} RTT median {w['median_ms']} ms (min {w['min_ms']}) vs configured "
                 f"{w['configured_rtt_ms']:.2f} ms {'ok' if w['within_tolerance'] else 'OUT OF TOLERANCE'}")
 
 

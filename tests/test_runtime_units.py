@@ -83,11 +83,15 @@ def test_switch_load_observes_cpu_of_real_processes():
 
 
 def test_parse_ping():
-    out = ("--- 10.2.1.1 ping statistics ---\n10 packets transmitted, 9 received, 10% packet loss, "
+    out = ("64 bytes from 10.2.1.1: icmp_seq=1 ttl=62 time=91.2 ms\n"
+           "64 bytes from 10.2.1.1: icmp_seq=2 ttl=62 time=99.9 ms\n"
+           "64 bytes from 10.2.1.1: icmp_seq=3 ttl=62 time=91.4 ms\n"
+           "--- 10.2.1.1 ping statistics ---\n10 packets transmitted, 9 received, 10% packet loss, "
            "time 1808ms\nrtt min/avg/max/mdev = 91.070/91.532/92.114/0.301 ms\n")
     p = health.parse_ping(out)
     assert p["sent"] == 10 and p["received"] == 9
     assert p["avg_ms"] == 91.532 and p["min_ms"] == 91.07
+    assert p["median_ms"] == 91.4
     assert health.parse_ping("connect: Network is unreachable")["avg_ms"] is None
 
 
