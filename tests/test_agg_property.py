@@ -124,3 +124,23 @@ def test_pcap_of_a_simulated_run_dissects(tmp_path):
     hdrs = [p[AggHeader] for p in pkts]
     assert all(h.k == 32 and len(h.values) == 32 and h.shadow == h.gen & 1 for h in hdrs)
     assert any(h.flags & RESULT for h in hdrs) and any(not h.flags & RESULT for h in hdrs)
+
+
+@pytest.mark.parametrize("scheme,per_chunk", [("geo-ina", 2 * 2), ("ina", 2 * 8)])
+def test_wan_packets_per_chunk(scheme, per_chunk):
+    """L3DML's point: hierarchical aggregation sends one partial sum up and one result
+    down per remote datacenter, flat INA one packet each way per remote worker."""
+    g = graph(3, 2, 2, delays={(1, 2): 20, (1, 3): 35, (2, 3): 25})
+    tree = build_tree(g, job=1, scheme=scheme, root=1, window=8)
+    sim = build_sim(g, factory("softswitch"), [tree], Faults(),
+                    initial_rto=5.0, min_rto=5.0, max_rto=10.0)   # no spurious retransmissions
+    wan = [0]
+    send = sim._send
+    def counting(frm, to, frame, faults=True):
+        wan[0] += sim.g.edges[frm, to]["kind"] == "wan"
+        send(frm, to, frame, faults)
+    sim._send = counting
+    sim.start(random_tensors([tree], 32 * 20, 1))
+    sim.run()
+    assert sum(c.stats.retransmissions for c in sim.clients.values()) == 0
+    assert wan[0] == per_chunk * 20
