@@ -32,16 +32,29 @@ class Source:
     line_map: list            # line_map[i] = (file, line) of output line i+1
     files: dict = field(default_factory=dict)    # file -> list of its original lines
     defines: dict = field(default_factory=dict)  # macros in effect at the end
+    col_maps: dict = field(default_factory=dict)  # line index -> [(out start, out end, in start, in end)]
 
     def loc(self, line: int, col: int) -> Loc:
         """Original position of (line, col) in the preprocessed text (1-based)."""
         if 1 <= line <= len(self.line_map):
             f, ln = self.line_map[line - 1]
-            return Loc(f, ln, col)
+            return Loc(f, ln, self.original_col(line - 1, col))
         if self.line_map:
             f, ln = self.line_map[-1]
             return Loc(f, ln, col)
         return Loc("<input>", line, col)
+
+    def original_col(self, index: int, col: int) -> int:
+        """Column in the source line of output column `col` (1-based): text
+        inside a macro's expansion maps to where the macro was used."""
+        shift = 0
+        for out_start, out_end, in_start, in_end in self.col_maps.get(index, ()):
+            if col - 1 < out_start:
+                break
+            if col - 1 < out_end:
+                return in_start + 1
+            shift = (in_end - in_start) - (out_end - out_start) + shift
+        return col + shift
 
     def line_text(self, loc: Loc) -> str | None:
         lines = self.files.get(loc.file)
@@ -90,6 +103,7 @@ class _Preprocessor:
         self.include_dirs = [str(d) for d in include_dirs]
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
+        self.col_maps: dict[int, list] = {}  # output line index -> macro spans on it
         self.files: dict[str, list[str]] = {}
 
     # ---------------------------------------------------------------- files
@@ -225,9 +239,11 @@ class _Preprocessor:
         self.macros[name] = body.strip()
 
     # ---------------------------------------------------------------- macros
-    def expand(self, text: str, hiding: frozenset = frozenset()) -> str:
+    def expand(self, text: str, hiding: frozenset = frozenset(), spans: list | None = None) -> str:
         """Replace macros; a macro is not expanded inside its own expansion.
-        Function-like macros take balanced-parenthesis arguments on one line."""
+        Function-like macros take balanced-parenthesis arguments on one line.
+        `spans` (top level only) collects (output start, output end, input column)
+        of each replacement, so errors inside it point at the macro's use."""
         if not self.macros:
             return text
         out, pos = [], 0
@@ -249,16 +265,23 @@ class _Preprocessor:
                 end = m.end()
                 replacement = self.expand(self.macros[word], hiding | {word})
             out.append(text[pos:m.start()])
+            if spans is not None:
+                done = sum(len(x) for x in out)
+                spans.append((done, done + len(replacement), m.start(), end))
             out.append(replacement)
             pos = end
         out.append(text[pos:])
         return "".join(out)
 
     def expand_line(self, text: str, loc: Loc, src: str) -> str:
+        spans: list = []
         try:
-            return self.expand(text)
+            out = self.expand(text, spans=spans)
         except ValueError as e:
             raise P4Error(loc, str(e), src) from None
+        if spans:
+            self.col_maps[len(self.out_lines)] = spans
+        return out
 
     def eval_condition(self, expr: str, loc: Loc, src: str) -> bool:
         # `defined` must be resolved before macro expansion rewrites its operand.
@@ -393,7 +416,7 @@ def preprocess(path: str | None = None, text: str | None = None, filename: str |
         filename = path
     filename = filename or "<string>"
     pp.run_file(filename, text)
-    return Source("\n".join(pp.out_lines), pp.line_map, pp.files, dict(pp.macros))
+    return Source("\n".join(pp.out_lines), pp.line_map, pp.files, dict(pp.macros), pp.col_maps)
 
 
 def parse_define_args(items) -> dict:

@@ -138,3 +138,12 @@ def test_errors_name_file_and_line(text, line, message):
         preprocess(text=text, filename="bad.p4")
     assert e.value.loc.file == "bad.p4" and e.value.loc.line == line
     assert e.value.message == message
+
+
+def test_columns_after_a_macro_map_back_to_the_source_line():
+    src = preprocess(text="#define LONG_NAME 1\n#define S 123456789\nx = LONG_NAME + S + y;\n", filename="c.p4")
+    out = lines(src)[2]
+    assert out == "x = 1 + 123456789 + y;"
+    assert src.loc(3, out.index("y") + 1).col == "x = LONG_NAME + S + y;".index("y") + 1
+    assert src.loc(3, out.index("123") + 5).col == "x = LONG_NAME + S + y;".index("S") + 1
+    assert src.loc(3, 1).col == 1
