@@ -37,6 +37,10 @@ class FnGen(ExprGen):
         self.unit = unit
         self.ctl = ctl                              # ControlDecl / ParserDecl or None
         self.ctl_args = ", ".join("p_" + p.name for p in ctl_params)
+        # the control's (parser's) parameters are passed through unchanged to every
+        # generated function of it: their nested headers can be cached in locals
+        self.stable = {"p_" + p.name for p in ctl_params}
+        self.member_alias = {}
         self.ctl_locals = set(ctl_locals)           # names stored in L
         self.py_locals: set[str] = set()
         self.lines: list[str] = []
@@ -53,7 +57,10 @@ class FnGen(ExprGen):
         return self.unit.fresh("_t")
 
     def header_lines(self) -> list[str]:
-        return ["    " + f"{alias} = {g}.values" for g, alias in self.reg_alias.items()]
+        """Loads at function entry: register value lists and cached nested headers
+        (in first-use order, so a parent alias precedes its children)."""
+        return (["    " + f"{alias} = {g}.values" for g, alias in self.reg_alias.items()] +
+                ["    " + f"{alias} = {code}" for code, alias in self.member_alias.items()])
 
     def reg_values(self, glob_name: str) -> str:
         alias = self.reg_alias.get(glob_name)
@@ -305,6 +312,7 @@ def gen_action(unit, ctl, decl: A.ActionDecl, fname: str) -> list[str]:
     ctl_params = ctl.params if ctl is not None else ()
     ctl_locals = _control_var_names(ctl)
     g = FnGen(unit, ctl, ctl_params, ctl_locals)
+    g.stable -= {"p_" + p.name for p in decl.params}   # copied in: not the caller's objects
     data = [p for p in decl.params if not p.direction]
     directional = [p for p in decl.params if p.direction]
     outs = [p for p in directional if p.direction in ("out", "inout")]

@@ -44,6 +44,8 @@ def is_aggregate(t) -> bool:
 
 class ExprGen:
     unit = None  # set by subclasses
+    stable: set = frozenset()     # Python names of objects whose identity is fixed in this function
+    member_alias: dict = {}       # "p_hdr.ipv4" -> local alias, loaded at function entry
 
     # ------------------------------------------------------------ literals
     def literal(self, e: A.Literal) -> str:
@@ -97,7 +99,16 @@ class ExprGen:
             if e.name == "next":
                 return f"{base}.h[{base}.nxt if {base}.nxt < {bt.size} else {bt.size - 1}]"
             raise CodegenError(f"unsupported: header stack member .{e.name}", e.loc)
-        return f"{base}.{e.name}"
+        code = f"{base}.{e.name}"
+        if base in self.stable and is_aggregate(e.type):
+            # Nested headers/structs never change identity (assignment copies into
+            # them), so `hdr.vals` can be loaded once per function into a local.
+            alias = self.member_alias.get(code)
+            if alias is None:
+                alias = self.member_alias[code] = f"_m{len(self.member_alias)}_{e.name}"
+                self.stable.add(alias)
+            return alias
+        return code
 
     def x_Index(self, e):
         base = self.expr(e.expr)
