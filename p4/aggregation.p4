@@ -20,6 +20,9 @@
  *   RESULT from parent for the current, completed generation
  *                                      -> store it (for later answers), multicast down
  * Registers are indexed by ((slot_base + slot) << 1) | shadow.
+ * P4 has no loops, so the k per-value statements of accumulate / load_values /
+ * store_values and the k value registers are written out (most of this file's
+ * length); values 32..63 exist only with -DAGG_K=64.
  */
 #include <core.p4>
 #include <v1model.p4>
