@@ -8,6 +8,7 @@ each host's shell PID for host interfaces. One reader thread, no forks per sampl
 from __future__ import annotations
 
 import csv
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -145,6 +146,13 @@ class SwitchLoad:
                 self.windows.append((t, sw, 100.0 * (c - cpu0[sw]) / dt, util))
         self._prev = (t, cpu, tx)
 
+    def max_util(self) -> dict[str, float]:
+        """Per switch, the highest utilisation any of its shaped egress links reached."""
+        out: dict[str, float] = {}
+        for _, sw, _, util in self.windows:
+            out[sw] = max(out.get(sw, 0.0), util)
+        return out
+
     def peaks(self, cpu_threshold: float = 90.0, util_threshold: float = 0.8):
         """Per switch: (peak CPU %, utilisation in that window, limited window count)."""
         out = {}
@@ -197,3 +205,33 @@ def switch_limited_warnings(peaks: dict[str, tuple[float, float, int]], min_wind
                 f"(peak {cpu:.0f}%) while its shaped links ran below 80% of their rate; "
                 f"raise time_dilation so the switch can keep up with the emulated rates")
     return warnings
+
+
+_RX_RE = re.compile(r"'rx_packets': (\d+)")
+_DROP_RE = re.compile(r"'rx_socket_drops': (\d+)")
+
+
+def softswitch_rx_drops(log_text: str) -> tuple[int, int] | None:
+    """(frames received, frames the kernel dropped because the switch fell behind) from
+    the softswitch's last "stopping:" log line; None when the log has no such line."""
+    lines = [l for l in log_text.splitlines() if " stopping: " in l]
+    if not lines:
+        return None
+    last = lines[-1]
+    return (sum(int(x) for x in _RX_RE.findall(last)), sum(int(x) for x in _DROP_RE.findall(last)))
+
+
+def capacity_drop_warnings(drops: dict[str, tuple[int, int]], max_util: dict[str, float],
+                           min_fraction: float = 0.001, util_threshold: float = 0.8) -> list[str]:
+    """Warn for switches that dropped received frames (socket overrun: the switch process
+    could not keep up) while none of their shaped links ran near its rate."""
+    out = []
+    for sw, (rx, dropped) in sorted(drops.items()):
+        total = rx + dropped
+        util = max_util.get(sw, 0.0)
+        if total and dropped / total >= min_fraction and util < util_threshold:
+            out.append(f"switch {sw} limited the run, not the links: it dropped {dropped} of "
+                       f"{total} arriving frames ({100 * dropped / total:.1f}%) for lack of "
+                       f"CPU while its busiest shaped link peaked at {100 * util:.0f}% of its "
+                       f"rate; raise time_dilation (or run fewer switches per core)")
+    return out

@@ -240,6 +240,10 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                                              "limited_windows": n}
                                         for sw, (c, u, n) in sampler.load.peaks().items()}
                 state["warnings"] += counters.switch_limited_warnings(sampler.load.peaks())
+                drops = _switch_drops(run_dir, graph)
+                state["switch_drops"] = {sw: {"rx_frames": rx, "socket_drops": d}
+                                         for sw, (rx, d) in drops.items()}
+                state["warnings"] += counters.capacity_drop_warnings(drops, sampler.load.max_util())
             if driver is not None:
                 state["bandwidth_changes"] = driver.applied
             summary = results.summary(
@@ -247,6 +251,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 app_summary=state["app"], health=state["health"], warnings=state["warnings"],
                 extra={"time_dilation": s, "counters": state.get("counters"),
                        "switch_load": state.get("switch_load"),
+                       "switch_drops": state.get("switch_drops"),
                        "bandwidth_changes": state.get("bandwidth_changes")})
             results.write_json(run_dir / "summary.json", summary)
             for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
@@ -347,6 +352,23 @@ def _wait_for_app(app, ctx, opts, log) -> None:
     finally:
         if view:
             view.__exit__(None, None, None)
+
+
+def _switch_drops(run_dir: Path, graph) -> dict[str, tuple[int, int]]:
+    """Per switch (frames received, socket overrun drops), from the logs the switches
+    write when they stop (softswitch only; BMv2 does not report them)."""
+    out = {}
+    for n, d in graph.nodes(data=True):
+        if d["role"] == "host":
+            continue
+        try:
+            text = (run_dir / "logs" / f"{n}.switch.log").read_text(errors="replace")
+        except OSError:
+            continue
+        r = counters.softswitch_rx_drops(text)
+        if r is not None:
+            out[n] = r
+    return out
 
 
 def _log_health(h: dict, log) -> None:

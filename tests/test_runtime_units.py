@@ -172,3 +172,21 @@ def test_results_folder_and_manifest(tmp_path):
     assert m["cpu_count"] == os.cpu_count() and m["packages"]["networkx"]
     results.write_json(d / "manifest.json", m)
     assert json.loads((d / "manifest.json").read_text())["seed"] == 3
+
+
+STOP_LINE = ("20:37:14.1 INFO stopping: packets_in 37098, stats {'packets_in': 37098}, ports {1: "
+             "{'rx_packets': 19940, 'tx_packets': 17158, 'rx_socket_drops': 8683, 'tx_errors': 0}, 2: "
+             "{'rx_packets': 17158, 'tx_packets': 19940, 'rx_socket_drops': 0, 'tx_errors': 0}}, link-emu {}")
+
+
+def test_softswitch_drops_from_its_stop_line():
+    assert counters.softswitch_rx_drops("ready\n" + STOP_LINE + "\n") == (37098, 8683)
+    assert counters.softswitch_rx_drops("ready: pid 1\n") is None
+
+
+def test_capacity_drop_warning_only_when_links_were_not_the_limit():
+    drops = {"s1": (37098, 8683), "g1": (1000, 0), "g2": (100000, 50)}
+    (w,) = counters.capacity_drop_warnings(drops, {"s1": 0.14, "g1": 0.1, "g2": 0.1})
+    assert w.startswith("switch s1 limited the run") and "19.0%" in w
+    # the same drops on a switch whose link ran at its rate: the link was the limit
+    assert counters.capacity_drop_warnings({"s1": (37098, 8683)}, {"s1": 0.95}) == []
