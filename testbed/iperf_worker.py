@@ -37,8 +37,13 @@ def parse_result(doc: dict, protocol: str) -> dict:
     """The receiver-side numbers of one iperf3 -J run."""
     end = doc["end"]
     if protocol == "udp":
+        # the client's UDP "sum" is the sender's rate; what arrived is packets - lost
         s = end["sum"]
-        return {"bytes": s["bytes"], "bits_per_second": s["bits_per_second"],
+        pkts, lost = s.get("packets") or 0, s.get("lost_packets") or 0
+        recv_bytes = s["bytes"] * (pkts - lost) / pkts if pkts else 0
+        return {"bytes": s["bytes"], "bytes_received": round(recv_bytes),
+                "bits_per_second": 8 * recv_bytes / s["seconds"] if s["seconds"] else 0.0,
+                "sent_bits_per_second": s["bits_per_second"],
                 "seconds": s["seconds"], "lost_packets": s.get("lost_packets"),
                 "packets": s.get("packets"), "lost_percent": s.get("lost_percent"),
                 "jitter_ms": s.get("jitter_ms")}

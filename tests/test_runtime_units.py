@@ -141,6 +141,9 @@ def test_parse_iperf_json():
                            "lost_packets": 10, "packets": 1000, "lost_percent": 1.0, "jitter_ms": 0.2}}}
     r = parse_result(udp, "udp")
     assert r["lost_packets"] == 10 and r["packets"] == 1000
+    assert r["bytes_received"] == 1386000                   # 990 of 1000 packets arrived
+    assert r["bits_per_second"] == pytest.approx(1386000 * 8 / 1.1)
+    assert r["sent_bits_per_second"] == 9.9e6
 
 
 def test_read_events_ignores_torn_last_line(tmp_path):
