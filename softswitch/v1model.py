@@ -218,11 +218,26 @@ class V1Gen:
         inst = self.unit.instance_obj(g.ctl, e.target)
         if ext == "register":
             vals = g.reg_values(obj)
+            # Out-of-range index (BMv2): a read gives 0, a write does nothing. Indexes
+            # are unsigned, so Python's IndexError is exactly "out of range"; a try
+            # costs nothing when it does not fire, less than comparing every time.
+            if e.method in ("read", "write"):
+                ix = e.args[1] if e.method == "read" else e.args[0]
+                if is_signed(ix.type):
+                    raise CodegenError("unsupported: a signed register index; use bit<32>", e.loc)
             if e.method == "read":
                 idx = g.expr(e.args[1])
-                g.assign(e.args[0], f"({vals}[{idx}] if {idx} < {inst.size} else 0)"
-                         if not isinstance(e.args[1], A.Literal) else
-                         (f"{vals}[{idx}]" if int(e.args[1].value) < inst.size else "0"))
+                if isinstance(e.args[1], A.Literal):
+                    g.assign(e.args[0], f"{vals}[{idx}]" if int(e.args[1].value) < inst.size else "0")
+                    return
+                g.line("try:")
+                g.ind += 1
+                g.assign(e.args[0], f"{vals}[{idx}]")
+                g.ind -= 1
+                g.line("except IndexError:")
+                g.ind += 1
+                g.assign(e.args[0], "0")
+                g.ind -= 1
                 return
             if e.method == "write":
                 idx = g.expr(e.args[0])
@@ -231,7 +246,10 @@ class V1Gen:
                     if int(e.args[0].value) < inst.size:
                         g.line(f"{vals}[{idx}] = {val}")
                 else:
-                    g.line(f"if {idx} < {inst.size}: {vals}[{idx}] = {val}")
+                    g.line("try:")
+                    g.line(f"    {vals}[{idx}] = {val}")
+                    g.line("except IndexError:")
+                    g.line("    pass")
                 return
         if ext == "counter" and e.method == "count":
             idx = g.expr(e.args[0])
