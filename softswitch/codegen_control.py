@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from . import p4ast as A
 from .codegen_expr import CodegenError, ExprGen, is_aggregate
-from .codegen_types import class_name, default_value, width_of, is_signed
+from .codegen_types import default_value, width_of, is_signed
 
 
 def py_default(t) -> str:
@@ -197,7 +197,6 @@ class FnGen(ExprGen):
     # ------------------------------------------------------------ calls
     def call_stmt(self, e):
         if isinstance(e, A.MethodCall):
-            tt = e.target.type
             if e.method == "apply" and (isinstance(e.target, A.PathExpr) and e.target.kind == "table"):
                 self.table_apply(e)
                 return

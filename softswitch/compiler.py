@@ -141,8 +141,10 @@ class Unit:
                                             for r in tdecl.actions]:
                 fmap[table.default_action] = "_noop_action"
             for ref in tdecl.actions:
-                fmap[self.specs[self.action_runtime_name(ctl, ref.action)]] = \
-                    self.action_fn(ctl, ref.action, bound_globs=ref.args)
+                if any(p.direction for p in ref.action.params):
+                    raise CodegenError(f"unsupported: action {ref.action.name} with in/out/inout parameters "
+                                       f"in the actions of table {tdecl.name}", tdecl.loc)
+                fmap[self.specs[self.action_runtime_name(ctl, ref.action)]] = self.action_fn(ctl, ref.action)
             self._fnmaps[key] = self.bind("FN_", fmap)
         return self._fnmaps[key]
 
@@ -157,7 +159,7 @@ class Unit:
     def action_runtime_name(self, ctl, a: A.ActionDecl) -> str:
         return a.runtime_name or a.name
 
-    def action_fn(self, ctl, decl: A.ActionDecl, bound_globs=()) -> str:
+    def action_fn(self, ctl, decl: A.ActionDecl) -> str:
         key = (self._ctl_name(ctl), decl.runtime_name or decl.name)
         if key not in self._action_fns:
             fname = f"a_{key[0]}_{decl.name}_{next(self._ids)}"
@@ -360,7 +362,6 @@ def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
         for spec, fn in list(fmap.items()):
             fmap[spec] = g[fn]
     parser = program.parsers[program.main["parser"]]
-    ptypes = {p.name: p.type for p in parser.params}
     hdr_t = parser.params[1].type
     meta_t = parser.params[2].type
     sm_t = parser.params[3].type

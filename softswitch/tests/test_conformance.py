@@ -51,7 +51,7 @@ class Case:
 
     def finish_packet(self, n):
         if self.pending:
-            self.fail(n, f"unexpected output(s) of the last packet: "
+            self.fail(n, "unexpected output(s) of the last packet: "
                          + "; ".join(f"port {p}: {d.hex()}" for p, d in self.pending))
 
     def run(self):
