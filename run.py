@@ -24,12 +24,10 @@ def cmd_run(a) -> int:
     from testbed.lifecycle import RunInterrupted, RunOptions, run_scenario
     _need_root("run")
     try:
-        dirs = run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli, prefix=a.prefix))
+        run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli, prefix=a.prefix))
     except RunInterrupted:
         return 130
-    for d in dirs:
-        print(f"results: {d}")
-    return 0
+    return 0   # each run already printed "results: <folder> (complete|INCOMPLETE ...)"
 
 
 def cmd_validate(a) -> int:

@@ -181,7 +181,7 @@ def test_udp_loss_matches_configuration(tmp_path):
     with started_network(RunOptions("<fidelity>", prefix="tl"), scenario(LOSS_PCT), tmp_path) as env:
         env["run_dir"] = tmp_path
         n = 3000
-        doc, _ = iperf(env, f"-u -b 2M -l 1000 -k {n}", 5304)
+        doc, _ = iperf(env, f"-u -b 4M -l 1000 -k {n}", 5304)
     s = doc["end"]["sum"]
     lo, hi = binomial_two_sided_bound(s["packets"], LOSS_PCT / 100)
     print(f"UDP loss: {s['lost_packets']} of {s['packets']} ({s['lost_percent']:.2f} %), "
