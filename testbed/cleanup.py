@@ -20,7 +20,7 @@ from pathlib import Path
 
 STATE_DIR = Path(os.environ.get("GDML_STATE_DIR", "/run/gdml-testbed"))
 NODE_RE = r"[a-z0-9]{0,4}?(?:h\d+r\d+w\d+|s\d+r\d+|g\d+)"
-INTF_RE = re.compile(rf"^{NODE_RE}-eth\d+$")
+INTF_RE = re.compile(rf"^(?:{NODE_RE}-eth\d+|gdmlnp\d+[ab])$")   # nodes, netem probe veths
 SHELL_RE = re.compile(rf"mininet:{NODE_RE}$")
 
 

@@ -19,7 +19,7 @@ def _exists(intf):
 
 
 def test_intf_and_shell_patterns_match_testbed_names_only():
-    for name in ("g1-eth3", "s2r1-eth1", "tg8-eth7", "bts3r2-eth12", "th1r1w2-eth0"):
+    for name in ("g1-eth3", "s2r1-eth1", "tg8-eth7", "bts3r2-eth12", "th1r1w2-eth0", "gdmlnp123a"):
         assert cleanup.INTF_RE.match(name), name
     for name in ("eth0", "veth1234", "s1-eth1", "lo", "ifb0", "docker0"):
         assert not cleanup.INTF_RE.match(name), name

@@ -33,6 +33,7 @@ HTB_HANDLE = "5"  # root qdisc handle; the single class is 5:1
 MTU_FRAME = 1514
 MIN_QUEUE_PKTS = 64
 MIN_QUEUE_RTT_S = 0.020
+PROBE_PREFIX = "gdmlnp"   # scratch veth of the netem probe (testbed.cleanup sweeps leftovers)
 
 
 class LinkEmuError(RuntimeError):
@@ -44,7 +45,7 @@ class LinkEmuError(RuntimeError):
 def kernel_has_netem(run=None) -> bool:
     """Probe netem by adding it to a scratch veth pair (deleted again)."""
     run = run or _run_root
-    name = f"lcnp{os.getpid() % 100000}"
+    name = f"{PROBE_PREFIX}{os.getpid() % 100000}"
     try:
         run(f"ip link add {name}a type veth peer name {name}b")
     except LinkEmuError:
