@@ -1,0 +1,161 @@
+"""Length-prefixed numpy arrays over TCP sockets, robust to partial reads.
+
+One frame = a 24-byte header + the array's raw bytes (little-endian float32 by default):
+
+    magic  b"GDA1"  4 bytes   (a stray connection or a desynchronised stream is caught)
+    kind   uint16            (what the frame means to the scheme: HELLO, DATA, ...)
+    dtype  uint16            (index into DTYPES)
+    tag    uint64            (the iteration, or a rank in HELLO: checked by the receiver)
+    count  uint64            (number of elements)
+
+Every socket has a timeout, so a dead or silent peer raises PeerError naming the peer and
+what was awaited instead of hanging the run. Byte counters let the schemes report what
+they put on the wire (payload + header; TCP/IP overhead is not counted).
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import numpy as np
+
+MAGIC = b"GDA1"
+HEADER = struct.Struct("<4sHHQQ")
+DTYPES = (np.dtype("<f4"), np.dtype("<f8"), np.dtype("<i4"), np.dtype("<i8"))
+
+# frame kinds
+HELLO = 1      # first frame on a connection: tag = sender's rank
+DATA = 2       # a (partial) gradient going up / around
+RESULT = 3     # an aggregated result coming back down
+BYE = 4        # orderly end: the receiver stops waiting for more
+
+MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
+
+
+class PeerError(ConnectionError):
+    """A peer closed, stalled or broke protocol. The message names the peer and what to check."""
+
+
+class Channel:
+    """A connected TCP socket carrying frames to/from one named peer."""
+
+    def __init__(self, sock: socket.socket, peer: str, timeout_s: float):
+        self.sock, self.peer, self.timeout_s = sock, peer, timeout_s
+        sock.settimeout(timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    def send(self, kind: int, tag: int, arr: np.ndarray | None = None) -> None:
+        if arr is None:
+            arr = np.empty(0, dtype=DTYPES[0])
+        arr = np.ascontiguousarray(arr)
+        code = _dtype_code(arr.dtype)
+        head = HEADER.pack(MAGIC, kind, code, tag, arr.size)
+        try:
+            # two sendall calls but TCP_NODELAY off-path cost is negligible next to MBs of payload
+            self.sock.sendall(head)
+            self.sock.sendall(memoryview(arr).cast("B"))
+        except socket.timeout:
+            raise PeerError(f"{self.peer}: send stalled for {self.timeout_s:g} s (peer not reading: "
+                            f"is it alive? check its log)") from None
+        except OSError as e:
+            raise PeerError(f"{self.peer}: send failed ({e}): the peer's process probably died; "
+                            f"check its log") from None
+        self.bytes_sent += HEADER.size + arr.nbytes
+
+    def recv(self, expect_kind: int | None = None, expect_tag: int | None = None,
+             what: str = "a frame") -> tuple[int, int, np.ndarray]:
+        head = self._recv_exact(HEADER.size, what)
+        magic, kind, code, tag, count = HEADER.unpack(head)
+        if magic != MAGIC or code >= len(DTYPES) or count > MAX_ELEMENTS:
+            raise PeerError(f"{self.peer}: malformed frame header while waiting for {what} "
+                            f"(not a testbed peer, or the stream lost sync)")
+        dt = DTYPES[code]
+        body = self._recv_exact(count * dt.itemsize, what)
+        arr = np.frombuffer(body, dtype=dt)
+        if expect_kind is not None and kind != expect_kind:
+            if kind == BYE:
+                raise PeerError(f"{self.peer}: peer ended the session while this side waited for "
+                                f"{what} (did it stop early? check its log)")
+            raise PeerError(f"{self.peer}: got frame kind {kind}, expected {expect_kind} ({what})")
+        if expect_tag is not None and tag != expect_tag:
+            raise PeerError(f"{self.peer}: got tag {tag}, expected {expect_tag} ({what}): the peers "
+                            f"are out of step (same iterations configured everywhere?)")
+        return kind, tag, arr
+
+    def _recv_exact(self, n: int, what: str) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            try:
+                r = self.sock.recv_into(view[got:], n - got)
+            except socket.timeout:
+                raise PeerError(f"{self.peer}: nothing received for {self.timeout_s:g} s while "
+                                f"waiting for {what} (peer dead or stuck? check its log; raise the "
+                                f"scheme's timeout_s for very slow links)") from None
+            except OSError as e:
+                raise PeerError(f"{self.peer}: receive failed while waiting for {what} ({e}): "
+                                f"the peer's process probably died; check its log") from None
+            if r == 0:
+                raise PeerError(f"{self.peer}: connection closed while waiting for {what} "
+                                f"({got}/{n} bytes): the peer's process ended; check its log")
+            got += r
+        self.bytes_received += n
+        return bytes(buf)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _dtype_code(dt: np.dtype) -> int:
+    dt = np.dtype(dt).newbyteorder("<") if np.dtype(dt).byteorder == ">" else np.dtype(dt)
+    for i, d in enumerate(DTYPES):
+        if d == dt:
+            return i
+    raise TypeError(f"cannot frame dtype {dt} (supported: {', '.join(map(str, DTYPES))})")
+
+
+def connect(host: str, port: int, peer: str, timeout_s: float,
+            connect_timeout_s: float | None = None) -> Channel:
+    """Connect, retrying while the server is not up yet (processes start in any order)."""
+    deadline = time.monotonic() + (connect_timeout_s if connect_timeout_s is not None else timeout_s)
+    last = None
+    while True:
+        try:
+            s = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
+            return Channel(s, peer, timeout_s)
+        except OSError as e:
+            last = e
+        if time.monotonic() >= deadline:
+            raise PeerError(f"{peer}: cannot connect to {host}:{port} ({last}): is its process "
+                            f"running and the network up? check its log")
+        time.sleep(0.1)
+
+
+def listen(host: str, port: int, backlog: int = 64) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        s.close()
+        raise PeerError(f"cannot listen on {host}:{port} ({e}): another process holds the port; "
+                        f"choose another base_port in scheme_options") from None
+    s.listen(backlog)
+    return s
+
+
+def accept(lsock: socket.socket, timeout_s: float, what: str, channel_timeout_s: float) -> Channel:
+    lsock.settimeout(timeout_s)
+    try:
+        s, addr = lsock.accept()
+    except socket.timeout:
+        raise PeerError(f"no connection from {what} within {timeout_s:g} s: did its process start? "
+                        f"check its log") from None
+    return Channel(s, f"{what} {addr[0]}:{addr[1]}", channel_timeout_s)
