@@ -61,6 +61,8 @@ class SwitchLoop:
     def _reader(self, port):
         number = port.number
         pcap_in = self.pcaps.inputs.get(number) if self.pcaps else None
+        if self.pcaps is None and not self.trace and self.linkem is None:
+            return self._fast_reader(port)
 
         def on_readable(_mask):
             frames = port.read_batch()
@@ -78,6 +80,28 @@ class SwitchLoop:
                     log.info("in  port %d len %d %s", number, len(frame), frame[:34].hex())
                 for out_port, out in process(number, frame, now_us):
                     emit(out_port, out, now)
+        return on_readable
+
+    def _fast_reader(self, port):
+        """The common case (no pcap, trace or link emulation) with the per-frame layers
+        inlined: at tens of kpps each Python call saved is a few percent of throughput."""
+        number = port.number
+        process = self.process
+        sends = {n: p.send for n, p in self.ports.items()}
+
+        def on_readable(_mask):
+            frames = port.read_batch()
+            if not frames:
+                return
+            now_us = int(self.clock() * 1e6)
+            self.packets_in += len(frames)
+            for frame in frames:
+                for out_port, out in process(number, frame, now_us):
+                    send = sends.get(out_port)
+                    if send is None:
+                        self.tx_unknown_port += 1
+                    else:
+                        send(out)
         return on_readable
 
     def _emit(self, out_port: int, frame: bytes, now: float) -> None:
