@@ -29,8 +29,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from softswitch.ports import ETH_P_ALL, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ETH_P_ALL = 0x0003
 
 
 def progress(msg: str) -> None:
@@ -42,7 +43,7 @@ def progress(msg: str) -> None:
 def _raw_socket(ifname: str) -> socket.socket:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((ifname, ETH_P_ALL))
-    s.setsockopt(263, 23, 1)   # PACKET_IGNORE_OUTGOING
+    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     return s
 
 
@@ -80,7 +81,7 @@ def run_generator(ifname: str, frames_path: str, seconds: float, agg: bool = Fal
 def _blast(ifname: str, seconds: float, next_frame, frames=None) -> None:
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     sock.bind((ifname, 0))
-    sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)   # SO_SNDBUFFORCE
+    sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 4 << 20)
     send = sock.send
     sent = errors = 0
     n = len(frames) if frames else 1
@@ -104,7 +105,7 @@ def run_relay(in_if: str, out_if: str) -> None:
     Same I/O pattern as the softswitch (epoll, drain the socket in a batch, send each)."""
     rx, tx = _raw_socket(in_if), _raw_socket(out_if)
     for s in (rx, tx):
-        s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)    # SO_RCVBUFFORCE
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
     rx.setblocking(False)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
