@@ -233,3 +233,10 @@ def make_app(scheme: str, options: dict) -> App:
                          f"{', '.join(sorted(APPS))}; see issue 4); use scheme: iperf for the "
                          f"traffic demo")
     return cls(options)
+
+
+# TCP baselines (issue 5); imported last because they subclass App from this module.
+from testbed.app_baselines import HierPsApp, PsApp, RingApp  # noqa: E402
+APPS["ps"] = PsApp
+APPS["hier-ps"] = HierPsApp
+APPS["ring"] = RingApp

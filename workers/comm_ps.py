@@ -79,13 +79,17 @@ class AggregationServer:
                     self.iterations += 1
             if self.up:
                 self.up.send(fr.BYE, self.iterations)
+            stats = self.stats()   # before close: TCP_INFO needs the sockets open
         finally:
             self.close()
-        return self.stats()
+        return stats
 
     def stats(self) -> dict:
         chans = [c for c in self.chans if c] + ([self.up] if self.up else [])
+        tcp = [c.tcp_counters() for c in chans]
         return {"server": self.name, "iterations": self.iterations,
+                "tcp_segments_sent": sum(t[0] for t in tcp),
+                "tcp_retransmissions": sum(t[1] for t in tcp),
                 "bytes_sent": sum(c.bytes_sent for c in chans),
                 "bytes_received": sum(c.bytes_received for c in chans),
                 "aggregate_s": round(self.aggregate_s, 6)}
@@ -170,6 +174,11 @@ class PSClient:
     @property
     def bytes_received(self) -> int:
         return sum(c.bytes_received for c in self.chans)
+
+    def tcp_counters(self) -> tuple[int, int]:
+        """(TCP segments sent, retransmissions) over all connections so far."""
+        pairs = [c.tcp_counters() for c in self.chans]
+        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
 
     def close(self) -> None:
         for c in self.chans:

@@ -121,6 +121,11 @@ class RingCommunicator:
     def bytes_received(self) -> int:
         return self.left.bytes_received if self.left else 0
 
+    def tcp_counters(self) -> tuple[int, int]:
+        """(TCP segments sent, retransmissions) on both ring connections so far."""
+        pairs = [c.tcp_counters() for c in (self.right, self.left) if c]
+        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
     def close(self) -> None:
         if self.pool:
             self.pool.shutdown(wait=False)

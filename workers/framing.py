@@ -106,6 +106,20 @@ class Channel:
         self.bytes_received += n
         return bytes(buf)
 
+    def tcp_counters(self) -> tuple[int, int]:
+        """(segments sent, retransmitted segments) of this connection, from the kernel's
+        TCP_INFO (tcpi_segs_out at byte 136, tcpi_total_retrans at byte 100; Linux >= 4.2).
+        Segments are GSO super-segments where the device offloads, data and pure ACKs alike."""
+        try:
+            b = self.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 144)
+        except OSError:
+            return 0, 0   # socket closed: nothing more to count
+        if len(b) < 144:
+            return 0, 0
+        (retrans,) = struct.unpack_from("<I", b, 100)
+        (segs_out,) = struct.unpack_from("<I", b, 136)
+        return segs_out, retrans
+
     def close(self) -> None:
         try:
             self.sock.close()
