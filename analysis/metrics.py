@@ -1,0 +1,297 @@
+"""Metrics of a run, as pure functions of its event logs, link counters and summary.
+
+Inputs are the formats of a results folder (testbed/results.py): per-worker events (dicts
+from JSON lines; times are CLOCK_MONOTONIC seconds of the *emulation*), counters.csv rows
+(testbed/counters.py) and summary.json. Nothing here reads files or knows about time
+dilation: analysis/rundata.py converts to real-world units (times / s, rates x s).
+
+Events read (other events and fields are ignored):
+  iteration_start  {t, worker, iteration}
+  compute_end      {t, worker, iteration}         optional: end of the compute phase
+  iteration_end    {t | t_end, worker, iteration, t_start?, bytes?, compute_s?,
+                    retransmissions? | retransmits?, accuracy?}
+  eval             {t, iteration?, accuracy}       optional: accuracy measured off the
+                                                   iteration path
+`bytes` is the number of useful gradient bytes the worker synchronized in that iteration
+(its gradient's size: parameters x 4 for float32), not the bytes it put on the wire.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One iteration of one worker (emulated seconds)."""
+    worker: str
+    iteration: int
+    t_start: float
+    t_end: float
+    compute_s: float | None       # None when the log does not say
+    bytes: int
+    retransmissions: int
+
+    @property
+    def iteration_s(self) -> float:
+        return self.t_end - self.t_start
+
+    @property
+    def comm_s(self) -> float | None:
+        return None if self.compute_s is None else max(0.0, self.iteration_s - self.compute_s)
+
+
+def iteration_records(events: Iterable[dict], worker: str | None = None) -> list[IterationRecord]:
+    """Per-worker iterations from one worker's events (or several workers' events mixed).
+
+    Definitions, for worker w and iteration i:
+      iteration time   t_end - t_start, where t_start is the iteration_end's t_start or
+                       else the t of the matching iteration_start;
+      compute time     the iteration_end's compute_s, else compute_end.t - t_start;
+      communication time  iteration time - compute time: sending, aggregation and waiting
+                       for the others (in BSP the wait for stragglers is communication
+                       time of the fast workers).
+    An iteration_end without a start time is skipped (the log was cut at its start)."""
+    starts: dict[tuple[str, int], float] = {}
+    cends: dict[tuple[str, int], float] = {}
+    ends: list[dict] = []
+    for e in events:
+        kind = e.get("event")
+        w = e.get("worker", worker)
+        if kind == "iteration_start":
+            starts[(w, e.get("iteration"))] = float(e["t"])
+        elif kind == "compute_end":
+            cends[(w, e.get("iteration"))] = float(e["t"])
+        elif kind == "iteration_end":
+            ends.append(e)
+    out = []
+    for e in ends:
+        w = e.get("worker", worker)
+        i = e.get("iteration")
+        t_end = float(e.get("t_end", e.get("t")))
+        t_start = e.get("t_start", starts.get((w, i)))
+        if t_start is None:
+            continue
+        t_start = float(t_start)
+        comp = e.get("compute_s")
+        if comp is None and (w, i) in cends:
+            comp = cends[(w, i)] - t_start
+        retx = e.get("retransmissions", e.get("retransmits")) or 0
+        out.append(IterationRecord(str(w), int(i) if i is not None else len(out), t_start, t_end,
+                                   None if comp is None else float(comp), int(e.get("bytes") or 0),
+                                   int(retx)))
+    out.sort(key=lambda r: (r.t_start, r.worker))
+    return out
+
+
+def job_iterations(records: Sequence[IterationRecord]) -> list[tuple[int, float, float]]:
+    """(iteration, start, end) of the whole job: start = min over workers of t_start,
+    end = max over workers of t_end. Only iterations that every worker of the log finished
+    count (a run cut in the middle leaves a partial last iteration)."""
+    workers = {r.worker for r in records}
+    by_it: dict[int, list[IterationRecord]] = {}
+    for r in records:
+        by_it.setdefault(r.iteration, []).append(r)
+    out = []
+    for i in sorted(by_it):
+        rs = by_it[i]
+        if {r.worker for r in rs} != workers:
+            continue
+        out.append((i, min(r.t_start for r in rs), max(r.t_end for r in rs)))
+    return out
+
+
+def iteration_times(records: Sequence[IterationRecord], warmup: int = 0) -> np.ndarray:
+    """Job iteration time of each complete iteration: max_w t_end(w, i) - min_w t_start(w, i)
+    (seconds); the first `warmup` complete iterations are dropped (connection set-up)."""
+    its = job_iterations(records)[warmup:]
+    return np.array([end - start for _, start, end in its], dtype=float)
+
+
+def compute_comm_times(records: Sequence[IterationRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """(compute times, communication times) of every worker-iteration that records its
+    compute time; see iteration_records for the definitions."""
+    rs = [r for r in records if r.compute_s is not None]
+    return (np.array([r.compute_s for r in rs], dtype=float),
+            np.array([r.comm_s for r in rs], dtype=float))
+
+
+def makespan(records: Sequence[IterationRecord]) -> float:
+    """Seconds from the first iteration start to the last iteration end (any worker)."""
+    if not records:
+        return 0.0
+    return max(r.t_end for r in records) - min(r.t_start for r in records)
+
+
+def goodput_bps(records: Sequence[IterationRecord]) -> float:
+    """Goodput of the job: 8 x (sum over workers and iterations of the useful gradient bytes
+    synchronized) / makespan, in bit/s. Retransmitted, header and protocol bytes do not
+    count; a scheme that moves the same gradients in less time has the higher goodput."""
+    span = makespan(records)
+    if span <= 0:
+        return 0.0
+    return 8.0 * sum(r.bytes for r in records) / span
+
+
+def goodput_over_time(records: Sequence[IterationRecord], window_s: float,
+                      t0: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Goodput in consecutive windows [t0 + k w, t0 + (k+1) w): each worker-iteration's
+    useful bytes are spread evenly over its [t_start, t_end], so the windows' bytes add up
+    to the run's. Returns (window centres relative to t0, bit/s). t0: first start."""
+    if window_s <= 0:
+        raise ValueError(f"window must be > 0 s (got {window_s})")
+    if not records:
+        return np.array([]), np.array([])
+    t0 = min(r.t_start for r in records) if t0 is None else t0
+    t1 = max(r.t_end for r in records)
+    n = max(1, int(math.ceil((t1 - t0) / window_s - 1e-9)))
+    edges = t0 + window_s * np.arange(n + 1)
+    acc = np.zeros(n)
+    for r in records:
+        dur = r.t_end - r.t_start
+        if dur <= 0:
+            k = min(n - 1, max(0, int((r.t_end - t0) // window_s)))
+            acc[k] += r.bytes
+            continue
+        lo = np.clip(edges[:-1], r.t_start, r.t_end)
+        hi = np.clip(edges[1:], r.t_start, r.t_end)
+        acc += r.bytes * (hi - lo) / dur
+    centres = (edges[:-1] + edges[1:]) / 2 - t0
+    return centres, 8.0 * acc / window_s
+
+
+def speedup(baseline_s: float, scheme_s: float) -> float:
+    """Speedup of a scheme over a baseline on the same scenario: the baseline's time (per
+    iteration, or to a target accuracy) divided by the scheme's. > 1: the scheme is faster."""
+    if not (scheme_s > 0) or not (baseline_s > 0):
+        return float("nan")
+    return baseline_s / scheme_s
+
+
+def accuracy_series(events: Iterable[dict]) -> list[tuple[float, float]]:
+    """(t, accuracy) from iteration_end and eval events carrying `accuracy`, in time order;
+    when several workers report the same iteration (BSP: same model) the first report
+    counts."""
+    seen = set()
+    pts = []
+    for e in sorted((e for e in events if e.get("accuracy") is not None
+                     and e.get("event") in ("iteration_end", "eval")),
+                    key=lambda e: float(e.get("t_end", e.get("t")))):
+        key = (e.get("event"), e.get("iteration"))
+        if e.get("iteration") is not None and key in seen:
+            continue
+        seen.add(key)
+        pts.append((float(e.get("t_end", e.get("t"))), float(e["accuracy"])))
+    return pts
+
+
+def time_to_accuracy(series: Sequence[tuple[float, float]], target: float,
+                     t0: float) -> float | None:
+    """Seconds from t0 (the job's start) to the first report with accuracy >= target;
+    None if the run never reached it."""
+    for t, acc in series:
+        if acc >= target:
+            return t - t0
+    return None
+
+
+def cdf_points(values: Iterable[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical CDF: the sorted values x_(1) <= ... <= x_(n) and F(x_(k)) = k / n."""
+    x = np.sort(np.asarray(list(values), dtype=float))
+    n = len(x)
+    return x, (np.arange(1, n + 1) / n if n else np.array([]))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (numpy's linear interpolation); nan for no values."""
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+# ---------------------------------------------------------------- link counters
+
+def counter_delta(rows: Sequence[dict], intf: str, field: str = "tx_bytes",
+                  node: str | None = None) -> int:
+    """Last minus first sample of one interface's counter (0 with fewer than 2 samples)."""
+    vals = [(float(r["t_mono"]), int(r[field])) for r in rows
+            if r["intf"] == intf and (node is None or r["node"] == node)]
+    if len(vals) < 2:
+        return 0
+    vals.sort()
+    return vals[-1][1] - vals[0][1]
+
+
+def wan_bytes(rows: Sequence[dict], wan_intfs: Iterable[str]) -> int:
+    """Bytes sent onto the WAN: sum over both ends of every WAN link of the tx_bytes the
+    interface counted during the workload (each direction counted once, at its sender)."""
+    return sum(counter_delta(rows, i) for i in wan_intfs)
+
+
+def wan_bytes_per_iteration(rows: Sequence[dict], wan_intfs: Iterable[str], iterations: int) -> float:
+    """WAN bytes / the job's complete iterations (headers, retransmissions, control and
+    everything else on the WAN included)."""
+    return wan_bytes(rows, wan_intfs) / iterations if iterations > 0 else float("nan")
+
+
+def link_rate_series(rows: Sequence[dict], intf: str, field: str = "tx_bytes") -> tuple[np.ndarray, np.ndarray]:
+    """(sample times, bit/s between the previous sample and this one) of one interface."""
+    pts = sorted((float(r["t_mono"]), int(r[field])) for r in rows if r["intf"] == intf)
+    t = np.array([b[0] for b in pts[1:]])
+    rate = np.array([8.0 * (b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(pts, pts[1:])])
+    return t, rate
+
+
+def capacity_at(t: float, initial_mbps: float, changes: Sequence[tuple[float, float]]) -> float:
+    """A link's rate (Mbps) at time t: the last change at or before t, else the initial."""
+    mbps = initial_mbps
+    for tc, m in sorted(changes):
+        if tc <= t:
+            mbps = m
+        else:
+            break
+    return mbps
+
+
+def link_utilization(rows: Sequence[dict], intf: str, initial_mbps: float,
+                     changes: Sequence[tuple[float, float]] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Utilization over time of one interface: its tx rate between consecutive samples
+    divided by the link's configured rate at the end of that interval (0..1, may exceed 1
+    slightly from sampling jitter). changes: (t, Mbps) bandwidth changes of that link."""
+    t, rate = link_rate_series(rows, intf)
+    cap = np.array([capacity_at(x, initial_mbps, changes) * 1e6 for x in t])
+    return t, rate / cap
+
+
+# ---------------------------------------------------------------- loss and drops
+
+def retransmissions(records: Sequence[IterationRecord]) -> int:
+    """Packets (or segments) the workers re-sent, as their event logs report them."""
+    return sum(r.retransmissions for r in records)
+
+
+def switch_drops(summary: dict, rows: Sequence[dict] = (), switch_nodes: Iterable[str] = ()) -> int:
+    """Frames the switches lost: the softswitch's socket-overrun drops from summary.json
+    (switch_drops) plus the kernel's rx_dropped + tx_dropped on the switches' interfaces
+    over the workload (counters.csv)."""
+    total = sum(int(v.get("socket_drops") or 0) for v in (summary.get("switch_drops") or {}).values())
+    nodes = set(switch_nodes)
+    if nodes:
+        intfs = {(r["node"], r["intf"]) for r in rows if r["node"] in nodes}
+        for node, intf in intfs:
+            total += counter_delta(rows, intf, "rx_dropped", node) + counter_delta(rows, intf, "tx_dropped", node)
+    return total
+
+
+# ---------------------------------------------------------------- over repetitions
+
+def mean_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """(mean, half-width of the normal-approximation 95% interval: z x sample std / sqrt(n));
+    half-width 0 for one value; nans ignored."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    if len(v) == 1:
+        return float(v[0]), 0.0
+    return float(v.mean()), float(z * v.std(ddof=1) / math.sqrt(len(v)))

@@ -1,0 +1,226 @@
+"""Read one results folder (testbed/results.py format) and give its metrics in real-world units.
+
+Event and counter timestamps are emulated CLOCK_MONOTONIC seconds; with time dilation s
+(manifest/summary `time_dilation`) every duration is divided by s and every rate
+multiplied by s here, so tables and figures speak real-world time. Byte counts are
+unchanged by dilation.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from analysis import metrics as M
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """JSON lines; a torn last line (worker killed mid-write) is skipped."""
+    out = []
+    try:
+        text = path.read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "summary.json").is_file() or (path / "manifest.json").is_file()
+
+
+@dataclass
+class RunData:
+    path: Path
+    manifest: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    scenario: dict = field(default_factory=dict)
+    events: dict[str, list[dict]] = field(default_factory=dict)      # worker -> events
+
+    @classmethod
+    def load(cls, path) -> "RunData":
+        p = Path(path)
+        if not is_run_dir(p):
+            raise FileNotFoundError(f"{p} is not a run's results folder (no summary.json or "
+                                    f"manifest.json); give results/<scenario>/<run-id>")
+        def js(name):
+            try:
+                return json.loads((p / name).read_text())
+            except (OSError, ValueError):
+                return {}
+        try:
+            scn = yaml.safe_load((p / "scenario.yaml").read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            scn = {}
+        events = {f.stem: read_jsonl(f) for f in sorted((p / "events").glob("*.jsonl"))}
+        return cls(p, js("manifest.json"), js("summary.json"), scn, events)
+
+    # ------------------------------------------------------------ basics
+    @property
+    def dilation(self) -> float:
+        return float(self.summary.get("time_dilation") or self.manifest.get("time_dilation")
+                     or self.scenario.get("time_dilation") or 1.0)
+
+    @property
+    def scheme(self) -> str:
+        return str(self.scenario.get("scheme") or self.manifest.get("scheme") or "?")
+
+    @property
+    def n_datacenters(self) -> int:
+        return len(self.scenario.get("datacenters") or [])
+
+    @property
+    def n_workers(self) -> int:
+        return sum(int(dc.get("racks", 1)) * int(dc.get("workers_per_rack", 1))
+                   for dc in self.scenario.get("datacenters") or [])
+
+    @cached_property
+    def records(self) -> list[M.IterationRecord]:
+        out = []
+        for w, ev in self.events.items():
+            out += M.iteration_records(ev, worker=w)
+        out.sort(key=lambda r: (r.t_start, r.worker))
+        return out
+
+    @cached_property
+    def t0(self) -> float:
+        """Job start (emulated monotonic s): the first iteration start."""
+        return min((r.t_start for r in self.records), default=0.0)
+
+    @cached_property
+    def counter_rows(self) -> list[dict]:
+        try:
+            with open(self.path / "counters.csv", newline="") as f:
+                return list(csv.DictReader(f))
+        except OSError:
+            return []
+
+    @cached_property
+    def graph(self):
+        """The run's real-world topology graph, rebuilt from its resolved scenario (None
+        when the scenario no longer loads, e.g. a results folder from an older schema)."""
+        try:
+            from testbed.scenario import load_scenario
+            from topologies.graph import build_graph
+            scn = load_scenario(self.path / "scenario.yaml")
+            return build_graph(scn, prefix=self.manifest.get("node_prefix") or "")
+        except Exception:
+            return None
+
+    @cached_property
+    def wan_links(self) -> list[dict]:
+        """Per WAN link: name, its two interfaces, real initial Mbps."""
+        g = self.graph
+        if g is None:
+            return []
+        out = []
+        for u, v, a in g.edges(data=True):
+            if a.get("kind") != "wan":
+                continue
+            ports = a["ports"]
+            out.append({"edge": f"{u}-{v}", "ends": (u, v),
+                        "intfs": [f"{u}-eth{ports[u]}", f"{v}-eth{ports[v]}"],
+                        "mbps": float(a["bandwidth_mbps"])})
+        return out
+
+    def switch_nodes(self) -> list[str]:
+        g = self.graph
+        return [] if g is None else [n for n, d in g.nodes(data=True) if d.get("role") != "host"]
+
+    # ------------------------------------------------------------ series (real units)
+    def iteration_times_s(self, warmup: int = 0) -> np.ndarray:
+        return M.iteration_times(self.records, warmup) / self.dilation
+
+    def goodput_series(self, window_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(real s since job start, real Mbps). Default window: 1 s of real time, or twice
+        the median iteration time when iterations are longer."""
+        s = self.dilation
+        its = self.iteration_times_s()
+        if window_s is None:
+            window_s = max(1.0, 2 * float(np.median(its))) if len(its) else 1.0
+        w = window_s
+        t, bps = M.goodput_over_time(self.records, w * s, self.t0)
+        return t / s, bps * s / 1e6
+
+    def bandwidth_series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per WAN link: step points (real s since job start, real Mbps) of its configured
+        rate, from the initial rate and bandwidth_events.jsonl (emulated t and Mbps)."""
+        s = self.dilation
+        changes: dict[str, list[tuple[float, float]]] = {}
+        for ev in read_jsonl(self.path / "bandwidth_events.jsonl"):
+            changes.setdefault(ev.get("edge"), []).append(((float(ev["t"]) - self.t0) / s,
+                                                           float(ev["mbps"]) * s))
+        if not changes:   # fall back on the summary's copy
+            for ev in self.summary.get("bandwidth_changes") or []:
+                changes.setdefault(ev.get("edge"), []).append(((float(ev["t"]) - self.t0) / s,
+                                                               float(ev["mbps"]) * s))
+        end = max(0.0, M.makespan(self.records) / s)
+        out = {}
+        for link in self.wan_links:
+            pts = [(0.0, link["mbps"])] + sorted(c for c in changes.get(link["edge"], []) if c[0] <= end)
+            # a change before the job's start sets the rate at 0
+            start = [p for p in pts if p[0] <= 0.0]
+            pts = [(0.0, start[-1][1])] + [p for p in pts if p[0] > 0.0]
+            t = np.array([p[0] for p in pts] + [end])
+            m = np.array([p[1] for p in pts] + [pts[-1][1]])
+            out[link["edge"]] = (t, m)
+        return out
+
+    def accuracy_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """(real s since job start, accuracy)."""
+        pts = M.accuracy_series(e for ev in self.events.values() for e in ev)
+        return (np.array([(t - self.t0) / self.dilation for t, _ in pts]),
+                np.array([a for _, a in pts]))
+
+    # ------------------------------------------------------------ one row of the table
+    def metrics(self, target_accuracy: float | None = None) -> dict:
+        """Summary metrics in real-world units (see analysis/metrics.py for definitions)."""
+        s = self.dilation
+        recs = self.records
+        its = self.iteration_times_s()
+        comp, comm = M.compute_comm_times(recs)
+        n_it = len(M.job_iterations(recs))
+        intfs = [i for link in self.wan_links for i in link["intfs"]]
+        wan_b = M.wan_bytes(self.counter_rows, intfs) if intfs and self.counter_rows else None
+        acc_t, acc = self.accuracy_series()
+        tta = None
+        if target_accuracy is not None and len(acc):
+            hit = np.nonzero(acc >= target_accuracy)[0]
+            tta = float(acc_t[hit[0]]) if len(hit) else None
+        nan = float("nan")
+        return {
+            "complete": bool(self.summary.get("complete", False)),
+            "scheme": self.scheme,
+            "n_datacenters": self.n_datacenters,
+            "n_workers": self.n_workers,
+            "time_dilation": s,
+            "seed": self.manifest.get("seed", self.scenario.get("seed")),
+            "iterations": n_it,
+            "iteration_time_mean_s": float(its.mean()) if len(its) else nan,
+            "iteration_time_p50_s": M.percentile(its, 50),
+            "iteration_time_p99_s": M.percentile(its, 99),
+            "compute_time_mean_s": float(comp.mean() / s) if len(comp) else nan,
+            "comm_time_mean_s": float(comm.mean() / s) if len(comm) else nan,
+            "goodput_mbps": M.goodput_bps(recs) * s / 1e6,
+            "wan_bytes_per_iteration": (wan_b / n_it) if (wan_b is not None and n_it) else nan,
+            "retransmissions": M.retransmissions(recs),
+            "switch_drops": M.switch_drops(self.summary, self.counter_rows, self.switch_nodes()),
+            "final_accuracy": float(acc[-1]) if len(acc) else nan,
+            "time_to_accuracy_s": tta if tta is not None else nan,
+            "elapsed_s": float(self.summary.get("elapsed_s") or nan),
+        }
+
+
+def clean_number(v):
+    """nan -> None (CSV/SQLite NULL); everything else unchanged."""
+    return None if isinstance(v, float) and math.isnan(v) else v

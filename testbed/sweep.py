@@ -1,0 +1,321 @@
+"""Run a sweep: every point in order, one results folder per point, one table of all points.
+
+    results/<sweep>[-quick]/
+      sweep.yaml              the sweep file as run (a copy)
+      points/<point-id>/point.json     params, seed, status (ok | failed | interrupted),
+                                       error, run folder, metrics; written when the point ends
+      points/<point-id>/<scenario>/<run-id>/   the run's results (testbed/results.py)
+      table.csv, table.sqlite  one row per point: parameters + summary metrics
+      sweep.log               what the runs printed
+
+The function that runs one point is injectable (`runner`): the default is the run
+lifecycle; tests pass a fake that writes fixture results. A point that raises is recorded
+with its error and the sweep goes on; Ctrl-C records the point as interrupted, writes the
+table and stops; `resume=True` skips the points whose point.json says ok.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable
+
+from testbed.sweep_model import Point, Sweep, SweepError, check_points_valid, load_sweep
+
+# runner(scenario_path, overrides, out_root, log) -> the run's results folder
+Runner = Callable[[Path, list[str], Path, Callable[[str], None]], Path]
+
+BASE_COLUMNS = ("point_id", "index", "repetition", "seed", "status", "error")
+TAIL_COLUMNS = ("run_dir",)
+
+
+class SweepInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) during a sweep; finished points and the table are kept."""
+
+
+def lifecycle_runner(scenario: Path, overrides: list[str], out_root: Path, log) -> Path:
+    """One run through the testbed's lifecycle (needs root)."""
+    from testbed.lifecycle import RunInterrupted, RunOptions, run_once
+    from testbed.scenario import load_scenario
+    scn = load_scenario(scenario, overrides)
+    opts = RunOptions(str(scenario), list(overrides), out=str(out_root), show_progress=False)
+    try:
+        return run_once(opts, scn, 0, log=log)
+    except RunInterrupted as e:
+        raise KeyboardInterrupt(str(e)) from None
+
+
+# ---------------------------------------------------------------- the table
+
+def _cell(v):
+    """A table cell: lists/mappings as JSON, nan as empty, floats to 6 significant digits."""
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, sort_keys=True)
+    if isinstance(v, float):
+        return None if v != v else float(f"{v:.6g}")   # 6 significant digits: readable CSV
+    return v
+
+
+def table_rows(sw: Sweep, records: list[dict]) -> tuple[list[str], list[dict]]:
+    """(columns, rows) from point records in run order; one row per point."""
+    metric_cols: list[str] = []
+    for r in records:
+        for k in (r.get("metrics") or {}):
+            if k not in metric_cols and k not in sw.axes and k not in BASE_COLUMNS + TAIL_COLUMNS:
+                metric_cols.append(k)
+    cols = list(BASE_COLUMNS) + list(sw.axes) + metric_cols + list(TAIL_COLUMNS)
+    rows = []
+    for r in sorted(records, key=lambda r: r["index"]):
+        row = {c: None for c in cols}
+        row.update({c: r.get(c) for c in BASE_COLUMNS + TAIL_COLUMNS})
+        row.update({k: v for k, v in (r.get("metrics") or {}).items() if k in metric_cols})
+        row.update(r["params"])
+        rows.append({c: _cell(row[c]) for c in cols})
+    return cols, rows
+
+
+def write_csv(path: Path, cols: list[str], rows: list[dict]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    os.replace(tmp, path)
+
+
+def _sql_type(values) -> str:
+    vs = [v for v in values if v is not None]
+    if vs and all(isinstance(v, (bool, int)) for v in vs):
+        return "INTEGER"
+    if vs and all(isinstance(v, (bool, int, float)) for v in vs):
+        return "REAL"
+    return "TEXT"
+
+
+def write_sqlite(path: Path, cols: list[str], rows: list[dict]) -> None:
+    """Table `points` (column names as in the CSV, quoted: axis names contain dots)."""
+    tmp = path.with_suffix(".sqlite.tmp")
+    if tmp.exists():
+        tmp.unlink()
+    con = sqlite3.connect(tmp)
+    try:
+        q = lambda c: '"' + c.replace('"', '""') + '"'
+        decl = ", ".join(f"{q(c)} {_sql_type(r[c] for r in rows)}" for c in cols)
+        con.execute(f"CREATE TABLE points ({decl})")
+        con.executemany(f"INSERT INTO points VALUES ({', '.join('?' * len(cols))})",
+                        [tuple(r[c] for c in cols) for r in rows])
+        con.commit()
+    finally:
+        con.close()
+    os.replace(tmp, path)
+
+
+def read_records(folder: Path) -> dict[str, dict]:
+    out = {}
+    for f in sorted((folder / "points").glob("*/point.json")):
+        try:
+            rec = json.loads(f.read_text())
+        except ValueError:
+            continue   # torn write of an interrupted point: it runs again
+        out[rec["point_id"]] = rec
+    return out
+
+
+def write_table(sw: Sweep, folder: Path) -> tuple[Path, Path]:
+    cols, rows = table_rows(sw, list(read_records(folder).values()))
+    write_csv(folder / "table.csv", cols, rows)
+    write_sqlite(folder / "table.sqlite", cols, rows)
+    return folder / "table.csv", folder / "table.sqlite"
+
+
+# ---------------------------------------------------------------- one point
+
+def _record(p: Point, status: str, error: str | None, run_dir: Path | None, folder: Path,
+            started: float, metrics: dict | None) -> dict:
+    return {"point_id": p.point_id, "index": p.index, "params": p.params, "repetition": p.repetition,
+            "seed": p.seed, "key": p.key(), "status": status, "error": error,
+            "run_dir": str(run_dir.relative_to(folder)) if run_dir and run_dir.is_relative_to(folder)
+            else (str(run_dir) if run_dir else None),
+            "elapsed_s": round(time.monotonic() - started, 3),
+            "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(), "metrics": metrics or {}}
+
+
+def _write_record(folder: Path, rec: dict) -> None:
+    d = folder / "points" / rec["point_id"]
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / "point.json.tmp"
+    tmp.write_text(json.dumps(rec, indent=2, default=str) + "\n")   # key order = table order
+    os.replace(tmp, d / "point.json")
+
+
+def _one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
+    """Run one point and record it; a failure is recorded, not raised (Ctrl-C is raised
+    after recording the point as interrupted)."""
+    from analysis.rundata import RunData
+    out_root = folder / "points" / p.point_id
+    out_root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        run_dir = Path(runner(sw.base, sw.fixed + p.overrides(), out_root, log))
+    except KeyboardInterrupt as e:
+        _write_record(folder, _record(p, "interrupted", str(e) or "interrupted", None, folder, started, None))
+        raise SweepInterrupted(p.point_id) from None
+    except Exception as e:
+        rec = _record(p, "failed", _one_line(e), None, folder, started, None)
+        _write_record(folder, rec)
+        return rec
+    try:
+        run = RunData.load(run_dir)
+        metrics = run.metrics(sw.target_accuracy)
+        status = "ok" if run.summary.get("complete") else "failed"
+        error = None if status == "ok" else f"run incomplete: {run.summary.get('reason', 'no summary.json')}"
+    except Exception as e:   # results that do not parse are the point's failure, not the sweep's
+        metrics, status, error = None, "failed", f"results unreadable: {_one_line(e)}"
+    rec = _record(p, status, error, run_dir, folder, started, metrics)
+    _write_record(folder, rec)
+    return rec
+
+
+# ---------------------------------------------------------------- the sweep
+
+def sweep_folder(sw: Sweep, out: str | os.PathLike | None = None) -> Path:
+    return Path(out or sw.output) / sw.folder_name()
+
+
+def plan(sw: Sweep) -> list[Point]:
+    from testbed.scenario import load_scenario
+    return sw.points(load_scenario(sw.base, sw.fixed).seed)
+
+
+def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool = False,
+              runner: Runner = lifecycle_runner, progress: bool = True, validate: bool = True) -> Path:
+    """All points of a sweep; returns the sweep folder. Raises SweepInterrupted on Ctrl-C
+    (after writing the table), SweepError before anything runs when the folder holds an
+    earlier sweep and resume is off, or when the sweep file changed under a resume."""
+    points = plan(sw)
+    if validate:
+        check_points_valid(sw, points)
+    folder = sweep_folder(sw, out)
+    done = read_records(folder) if folder.exists() else {}
+    if done and not resume:
+        raise SweepError(sw.source, "", f"{folder} already holds {len(done)} point(s) of an earlier "
+                         f"run: add --resume to continue it, or move that folder away")
+    by_id = {p.point_id: p for p in points}
+    for pid, rec in done.items():
+        if pid in by_id and rec.get("key") != by_id[pid].key():
+            raise SweepError(sw.source, "", f"the sweep changed since {folder} was started (point "
+                             f"{pid} was {rec.get('params')}, now {by_id[pid].params}); run it "
+                             f"into a new folder (--out) instead of resuming")
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sw.source, folder / "sweep.yaml")
+    todo = [p for p in points if done.get(p.point_id, {}).get("status") != "ok"]
+    logf = open(folder / "sweep.log", "a")
+
+    def log(msg: str) -> None:
+        logf.write(f"{_dt.datetime.now(_dt.timezone.utc).strftime('%H:%M:%S')} {msg}\n")
+        logf.flush()
+
+    log(f"sweep {sw.folder_name()}: {len(points)} points, {len(points) - len(todo)} already done")
+    bar = SweepProgress(len(points), len(points) - len(todo), enabled=progress)
+    try:
+        with bar:
+            for p in todo:
+                bar.start_point(p)
+                log(f"point {p.point_id} {p.params} seed {p.seed}: start")
+                rec = run_point(sw, p, folder, runner, log)
+                log(f"point {p.point_id}: {rec['status']}" + (f" ({rec['error']})" if rec["error"] else ""))
+                bar.end_point(rec)
+                write_table(sw, folder)
+    except SweepInterrupted:
+        log("interrupted")
+        raise
+    finally:
+        write_table(sw, folder)
+        logf.close()
+    return folder
+
+
+class SweepProgress:
+    """Overall bar (rich): points done / total, failures, elapsed, ETA from the mean time of
+    the points run in this session (skipped points cost nothing)."""
+
+    def __init__(self, total: int, skipped: int, enabled: bool = True):
+        self.total, self.done, self.enabled = total, skipped, enabled
+        self.ran, self.failed, self.t0 = 0, 0, time.monotonic()
+        self.progress = None
+
+    def eta_s(self) -> float | None:
+        if self.ran == 0:
+            return None
+        return (time.monotonic() - self.t0) / self.ran * (self.total - self.done)
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+                                     TextColumn("{task.fields[failed]}"),
+                                     console=Console(stderr=True), refresh_per_second=2)
+            self.progress.__enter__()
+            self.task = self.progress.add_task("sweep", total=self.total, completed=self.done,
+                                               eta="?", failed="")
+        return self
+
+    def start_point(self, p: Point) -> None:
+        if self.progress:
+            desc = " ".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in p.params.items())
+            self.progress.update(self.task, description=f"{p.point_id} {desc}"[:60])
+
+    def end_point(self, rec: dict) -> None:
+        self.done += 1
+        self.ran += 1
+        self.failed += rec["status"] != "ok"
+        if self.progress:
+            from testbed.progress import fmt_s
+            self.progress.update(self.task, completed=self.done, eta=fmt_s(self.eta_s()),
+                                 failed=f"{self.failed} failed" if self.failed else "")
+
+    def __exit__(self, *exc):
+        if self.progress:
+            self.progress.__exit__(*exc)
+        return False
+
+
+def _short(v) -> str:
+    if isinstance(v, list):
+        return f"[{len(v)}]"
+    return str(v)
+
+
+# ---------------------------------------------------------------- CLI
+
+def main(path: str, *, resume: bool = False, quick: bool = False, out: str | None = None,
+         runner: Runner = lifecycle_runner) -> int:
+    sw = load_sweep(path, quick=quick)
+    try:
+        folder = run_sweep(sw, out, resume=resume, runner=runner)
+    except SweepInterrupted as e:
+        f = sweep_folder(sw, out)
+        print(f"sweep interrupted at point {e}; table so far: {f / 'table.csv'}; "
+              f"continue with: python3 run.py sweep {path}{' --quick' if quick else ''} --resume")
+        return 130
+    recs = read_records(folder)
+    failed = [r for r in recs.values() if r["status"] != "ok"]
+    print(f"sweep {sw.folder_name()}: {len(recs) - len(failed)} of {len(recs)} points ok; "
+          f"table: {folder / 'table.csv'} and {folder / 'table.sqlite'}")
+    for r in failed:
+        print(f"  {r['point_id']} {r['params']}: {r['status']}: {r['error']}")
+    print(f"figures: python3 run.py plot {folder}")
+    return 0 if not failed else 1
