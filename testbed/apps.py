@@ -224,6 +224,7 @@ class IperfApp(App):
 
 # scheme name -> App class. Schemes register here (one line each) as they land.
 APPS: dict[str, type[App]] = {"iperf": IperfApp}
+APPS.update({s: (lambda o, s=s: __import__("testbed.app_ina", fromlist=["InaApp"]).InaApp(o, scheme=s)) for s in ("ina", "geo-ina")})  # lazy: app_ina imports this module
 
 
 def make_app(scheme: str, options: dict) -> App:

@@ -14,6 +14,8 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Strict as Str
 from topologies import catalog
 
 SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina", "iperf")
+AGG_SCHEMES = ("ina", "geo-ina")     # in-network aggregation: need AGG_PROGRAM
+AGG_PROGRAM = "p4/aggregation.p4"
 
 # Limits of this machine and of the addressing plan (docs/addressing.md).
 MIN_DATACENTERS, MAX_DATACENTERS = 2, 8
@@ -272,6 +274,22 @@ class Scenario(Strict):
     duration_s: Optional[Float] = Field(default=None, gt=0)
     repetitions: Int = Field(default=1, ge=1)
     output: Output = Output()
+
+    @model_validator(mode="after")
+    def _aggregation_program(self):
+        """Schemes ina and geo-ina need switches running the aggregation program: it is
+        chosen automatically when the scenario does not name a program itself (a named one
+        runs as given, e.g. a variant of aggregation.p4). scheme_options.k sets AGG_K."""
+        if self.scheme in AGG_SCHEMES:
+            update = {}
+            if "program" not in self.switch.model_fields_set:
+                update["program"] = AGG_PROGRAM
+            k = (self.scheme_options or {}).get("k")
+            if k is not None and "AGG_K" not in self.switch.defines:
+                update["defines"] = {**self.switch.defines, "AGG_K": k}
+            if update:
+                self.switch = self.switch.model_copy(update=update)
+        return self
 
     @property
     def total_workers(self) -> int:
