@@ -223,6 +223,12 @@ class BaselineApp(App):
         from workers.events import summarize_job
         summary = summarize_job(self._events(), self.ctx.scenario.time_dilation)
         errors = {p.worker: p.error for p in self.progress() if p.error}
+        for what, p in self.procs:   # servers print their stats once the last BYE arrived
+            if " server " in what:
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
         servers = {}
         for s in self.placement.servers:
             try:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import time
 
@@ -73,8 +74,8 @@ def run(cfg: dict, log) -> int:
     log.log("comm_ready", setup_s=time.monotonic() - t0)
     it = 0
     try:
-        while it < cfg["iterations"] and (not cfg.get("duration_s") or
-                                          time.monotonic() - t0 < cfg["duration_s"]):
+        stop = False
+        while it < cfg["iterations"] and not stop:
             ts = log.log("iteration_start", iteration=it)["t"]
             sample = compute_sample(cfg["compute_time"], cfg.get("stragglers"), ident, it,
                                     cfg["seed"], cfg.get("dilation", 1.0))
@@ -88,7 +89,14 @@ def run(cfg: dict, log) -> int:
             sent0, recv0 = comm.bytes_sent, comm.bytes_received
             segs0, retr0 = comm.tcp_counters()
             log.log("first_send", iteration=it)
-            total = comm.allreduce(grad, it)
+            if cfg.get("duration_s"):
+                # BSP with a time limit: every worker must stop after the same iteration, so
+                # the "my time is up" flags ride along as one extra value and are summed too
+                up = float(time.monotonic() - t0 >= cfg["duration_s"])
+                total = comm.allreduce(np.append(grad, np.float32(up)), it)
+                stop, total = bool(total[-1] > 0), total[:-1]
+            else:
+                total = comm.allreduce(grad, it)
             te = log.log("last_result", iteration=it)["t"]
             segs1, retr1 = comm.tcp_counters()
             extra = {}
@@ -109,9 +117,17 @@ def run(cfg: dict, log) -> int:
             it += 1
     finally:
         comm.close()
-    log.log("worker_end", iterations=it, reason="iterations done" if it >= cfg["iterations"]
-            else "duration reached", elapsed_s=time.monotonic() - t0)
+    log.log("worker_end", iterations=it, reason="duration reached" if stop else "finished",
+            elapsed_s=time.monotonic() - t0)
     return 0
+
+
+class Terminated(Exception):
+    pass
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def main(argv=None) -> int:
@@ -121,8 +137,12 @@ def main(argv=None) -> int:
         return 2
     cfg = json.loads(open(argv[0]).read())
     log = EventLog(cfg["events"], cfg["worker"])
+    signal.signal(signal.SIGTERM, _on_sigterm)   # the app stopping us is an orderly end
     try:
         return run(cfg, log)
+    except Terminated:
+        log.log("worker_end", reason="terminated (SIGTERM)")
+        return 0
     except Exception as e:   # recorded, then the worker ends: the run reports it
         log.log("worker_error", error=f"{type(e).__name__}: {e}")
         print(f"error: {e}", file=sys.stderr)

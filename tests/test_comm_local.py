@@ -1,0 +1,397 @@
+"""TCP baseline communicators on 127.0.0.1 (no root, fast): ps (sharded), hier-ps, ring.
+
+Each gives numpy's sum within float32 tolerance, the same bits on every worker, and the
+bits its documented summation order gives; a dead or silent peer is a clear error
+within the timeout, never a hang.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workers import framing as fr
+from workers.comm_hier_ps import expected_sum_order, hier_plan
+from workers.comm_ps import AggregationServer, PSClient, shard_bounds, sum_in_order
+from workers.comm_ring import RingCommunicator, ring_order, wan_crossings
+from workers.worker_main import float_sum_bound
+
+REPO = Path(__file__).resolve().parent.parent
+LO = "127.0.0.1"
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind((LO, 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def grads(w: int, n: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    # mixed magnitudes so that summation order changes the float32 bits
+    return [(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n)).astype(np.float32) for _ in range(w)]
+
+
+def run_threads(fns) -> list:
+    out, errs = [None] * len(fns), [None] * len(fns)
+
+    def wrap(i):
+        try:
+            out[i] = fns[i]()
+        except BaseException as e:  # collected and re-raised by the test
+            errs[i] = e
+    ts = [threading.Thread(target=wrap, args=(i,), daemon=True) for i in range(len(fns))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert not any(t.is_alive() for t in ts), "a communicator hung"
+    return out, errs
+
+
+def close_to_numpy(res: np.ndarray, g: list[np.ndarray]) -> None:
+    exact = np.sum(np.array(g, dtype=np.float64), axis=0)
+    assert res.dtype == np.float32 and res.shape == exact.shape
+    bound = float_sum_bound([x.astype(np.float64) for x in g])
+    assert np.max(np.abs(res - exact)) <= bound
+
+
+def start_servers(specs):
+    """specs: list of (children, upstream_index or None, rank); returns servers, threads, results."""
+    servers = []
+    for children, up, rank in specs:
+        upstream = (LO, servers[up].address[1]) if up is not None else None
+        servers.append(AggregationServer(LO, 0, children, timeout_s=5, upstream=upstream, rank=rank))
+    results, threads = [None] * len(servers), []
+    for i, s in enumerate(servers):
+        def serve(i=i, s=s):
+            try:
+                results[i] = s.serve()
+            except fr.PeerError as e:
+                results[i] = e
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        threads.append(t)
+    return servers, threads, results
+
+
+def ps_run(g, shards, iterations=2):
+    servers, threads, stats = start_servers([(len(g), None, 0)] * shards)
+    addrs = [(LO, s.address[1]) for s in servers]
+
+    def worker(r):
+        c = PSClient(addrs, r, timeout_s=5)
+        res = [c.allreduce(g[r] * (it + 1), it) for it in range(iterations)]
+        c.close()
+        return res
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(len(g))])
+    for t in threads:
+        t.join(10)
+    assert not any(errs), errs
+    return out, stats
+
+
+# ---------------------------------------------------------------- ps
+@pytest.mark.parametrize("w,n,shards", [(4, 10_001, 1), (4, 10_001, 3), (3, 2, 3), (1, 17, 1)])
+def test_ps_sum_matches_numpy_and_is_identical_everywhere(w, n, shards):
+    g = grads(w, n)
+    out, stats = ps_run(g, shards)
+    for it in range(2):
+        ref = sum_in_order([x * (it + 1) for x in g])
+        for r in range(w):
+            assert np.array_equal(out[r][it], ref), "fixed order: the same bits on every worker"
+        close_to_numpy(out[0][it], [x * (it + 1) for x in g])
+    assert all(s["iterations"] == 2 for s in stats)
+    # each server saw its range of every worker's gradient, twice, plus the frame headers
+    assert sum(s["bytes_received"] for s in stats) == 2 * w * 4 * n + fr.HEADER.size * (w * shards * 4)
+
+
+def test_ps_shards_give_the_same_bits_as_one_server():
+    g = grads(5, 4099, seed=3)
+    one, _ = ps_run(g, 1, iterations=1)
+    three, _ = ps_run(g, 3, iterations=1)
+    assert np.array_equal(one[0][0], three[0][0])
+
+
+def test_shard_bounds_cover_the_tensor():
+    assert shard_bounds(10, 3) == [(0, 4), (4, 7), (7, 10)]
+    assert shard_bounds(2, 3) == [(0, 1), (1, 2), (2, 2)]
+    with pytest.raises(ValueError):
+        shard_bounds(10, 0)
+
+
+def test_order_matters_so_the_fixed_order_is_meaningful():
+    g = grads(6, 5000, seed=1)
+    assert not np.array_equal(sum_in_order(g), sum_in_order(g[::-1]))
+
+
+# ---------------------------------------------------------------- hier-ps
+def test_hier_ps_sums_locally_then_globally():
+    worker_dcs = [1, 1, 2, 2, 2, 3]
+    plan = hier_plan(worker_dcs, global_dc=2)
+    g = grads(len(worker_dcs), 3001, seed=2)
+    specs = [(len(plan.dcs), None, 0)] + [(len(plan.members[dc]), 0, plan.server_rank(dc)) for dc in plan.dcs]
+    servers, threads, stats = start_servers(specs)
+
+    def worker(r):
+        dc, child = plan.local_rank(r)
+        c = PSClient([(LO, servers[1 + plan.server_rank(dc)].address[1])], child, timeout_s=5)
+        res = c.allreduce(g[r], 0)
+        c.close()
+        return res
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(len(g))])
+    for t in threads:
+        t.join(10)
+    assert not any(errs), errs
+    ref = sum_in_order([sum_in_order([g[r] for r in grp]) for grp in expected_sum_order(plan)])
+    for r in range(len(g)):
+        assert np.array_equal(out[r], ref)
+    close_to_numpy(out[0], g)
+    # only one partial sum per datacenter reached the global server
+    assert stats[0]["bytes_received"] == 3 * (4 * 3001 + fr.HEADER.size) + 3 * fr.HEADER.size * 2
+
+
+def test_hier_plan_rejects_a_global_dc_without_workers():
+    with pytest.raises(ValueError, match="global_dc"):
+        hier_plan([1, 2], global_dc=3)
+
+
+# ---------------------------------------------------------------- ring
+def ring_run(g, iterations=1, timeout=5):
+    w = len(g)
+    ports = free_ports(w)
+
+    def worker(r):
+        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=timeout)
+        res = [c.allreduce(g[r], it) for it in range(iterations)]
+        c.close()
+        return res
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(w)])
+    assert not any(errs), errs
+    return out
+
+
+@pytest.mark.parametrize("w,n", [(5, 10_007), (2, 9), (4, 3), (1, 5)])
+def test_ring_allreduce_matches_numpy_and_its_order(w, n):
+    g = grads(w, n, seed=w)
+    out = ring_run(g, iterations=2)
+    b = shard_bounds(n, w)
+    ref = np.empty(n, dtype=np.float32)
+    for c, (lo, hi) in enumerate(b):   # chunk c is summed starting at rank c, around the ring
+        ref[lo:hi] = sum_in_order([g[(c + k) % w][lo:hi] for k in range(w)])
+    for r in range(w):
+        for it in range(2):
+            assert np.array_equal(out[r][it], ref)
+    close_to_numpy(out[0][0], g)
+
+
+def test_ring_order_keeps_datacenters_contiguous():
+    workers = [(2, 3, "b1"), (1, 0, "a0"), (3, 5, "c1"), (1, 1, "a1"), (2, 2, "b0"), (3, 4, "c0")]
+    order = ring_order(workers)
+    assert order == ["a0", "a1", "b0", "b1", "c0", "c1"]
+    dc_of = {n: d for d, _, n in workers}
+    assert wan_crossings(order, dc_of) == 3
+    assert wan_crossings(["a0", "b0", "a1", "c0", "b1", "c1"], dc_of) == 6
+
+
+# ---------------------------------------------------------------- failure paths
+def test_ps_worker_dying_is_an_error_for_everyone_not_a_hang():
+    g = grads(3, 1000)
+    servers, threads, stats = start_servers([(3, None, 0)])
+    addr = [(LO, servers[0].address[1])]
+
+    def good(r):
+        c = PSClient(addr, r, timeout_s=3)
+        c.allreduce(g[r], 0)
+        return c.allreduce(g[r], 1)
+
+    def dies():
+        c = PSClient(addr, 2, timeout_s=3)
+        c.allreduce(g[2], 0)
+        c.chans[0].sock.close()     # the process dies between iterations
+    t0 = time.monotonic()
+    out, errs = run_threads([lambda: good(0), lambda: good(1), dies])
+    for t in threads:
+        t.join(10)
+    assert time.monotonic() - t0 < 3, "the server noticed the closed connection at once"
+    assert isinstance(stats[0], fr.PeerError) and "child 2" in str(stats[0])
+    for e in errs[:2]:
+        assert isinstance(e, fr.PeerError) and "check its log" in str(e)
+
+
+def test_silent_peer_times_out_with_a_clear_message():
+    ports = free_ports(2)
+    lsock = fr.listen(LO, ports[1])   # a "server" that accepts and never answers
+    c = fr.connect(LO, ports[1], "server X", timeout_s=0.5)
+    c.send(fr.DATA, 0, np.ones(4, np.float32))
+    t0 = time.monotonic()
+    with pytest.raises(fr.PeerError, match=r"server X: nothing received for 0.5 s"):
+        c.recv(fr.RESULT, 0, what="the sum")
+    assert time.monotonic() - t0 < 2
+    lsock.close()
+
+
+def test_connect_to_nobody_fails_within_the_connect_timeout():
+    (port,) = free_ports(1)
+    t0 = time.monotonic()
+    with pytest.raises(fr.PeerError, match="cannot connect"):
+        fr.connect(LO, port, "server Y", timeout_s=5, connect_timeout_s=0.5)
+    assert time.monotonic() - t0 < 2
+
+
+def test_ring_neighbour_dying_is_an_error_not_a_hang():
+    w = 3
+    ports = free_ports(w)
+    g = grads(w, 30_000)
+
+    def worker(r):
+        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=3)
+        c.allreduce(g[r], 0)
+        if r == 1:
+            c.close()               # dies after the first iteration
+            return None
+        return c.allreduce(g[r], 1)
+    t0 = time.monotonic()
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(w)])
+    assert time.monotonic() - t0 < 3
+    assert isinstance(errs[0], fr.PeerError) and isinstance(errs[2], fr.PeerError)
+    assert "closed" in str(errs[0]) + str(errs[2]) or "failed" in str(errs[0]) + str(errs[2])
+
+
+def test_out_of_step_children_are_reported():
+    servers, threads, stats = start_servers([(2, None, 0)])
+    addr = [(LO, servers[0].address[1])]
+    a, b = PSClient(addr, 0, timeout_s=3), PSClient(addr, 1, timeout_s=3)
+    a.chans[0].send(fr.DATA, 0, np.ones(3, np.float32))
+    b.chans[0].send(fr.DATA, 7, np.ones(3, np.float32))
+    threads[0].join(5)
+    assert isinstance(stats[0], fr.PeerError) and "out of step" in str(stats[0])
+
+
+def test_frames_survive_partial_reads_and_bad_headers_are_caught():
+    lsock = socket.create_server((LO, 0))
+    a = socket.create_connection(lsock.getsockname())
+    b, _ = lsock.accept()
+    lsock.close()
+    rx = fr.Channel(b, "peer", timeout_s=2)
+    arr = np.arange(1000, dtype=np.float32)
+    frame = fr.HEADER.pack(fr.MAGIC, fr.DATA, 0, 42, arr.size) + arr.tobytes()
+
+    def dribble():
+        for i in range(0, len(frame), 333):   # the kernel hands it over in small pieces
+            a.sendall(frame[i:i + 333])
+            time.sleep(0.001)
+    t = threading.Thread(target=dribble)
+    t.start()
+    kind, tag, got = rx.recv(fr.DATA, 42)
+    t.join()
+    assert (kind, tag) == (fr.DATA, 42) and np.array_equal(got, arr)
+    a.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + bytes(8))
+    with pytest.raises(fr.PeerError, match="malformed frame header"):
+        rx.recv()
+    a.close()
+    b.close()
+
+
+def test_hello_with_a_bad_rank_is_refused():
+    servers, threads, stats = start_servers([(2, None, 0)])
+    c = fr.connect(LO, servers[0].address[1], "server", timeout_s=3)
+    c.send(fr.HELLO, 5)
+    threads[0].join(5)
+    assert isinstance(stats[0], fr.PeerError) and "out of range" in str(stats[0])
+
+
+# ---------------------------------------------------------------- real processes
+def test_worker_processes_train_through_a_ps_process(tmp_path):
+    """The real path: a server process and worker processes (workers/worker_main.py) with
+    the shared workload and event schema, verification on, a duration limit agreed by all."""
+    w = 3
+    (port,) = free_ports(1)
+    srv = subprocess.Popen([sys.executable, "-m", "workers.comm_ps", "--host", LO, "--port", str(port),
+                            "--children", str(w), "--timeout", "20"], cwd=REPO,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = []
+    for r in range(w):
+        cfg = {"worker": f"w{r}", "index": r, "n_workers": w, "seed": 5, "iterations": 100,
+               "duration_s": 1.0 + 0.3 * r,   # each worker's clock says stop at a different time
+               "workload": {"kind": "synthetic", "parameters": 5000},
+               "compute_time": {"model": "constant", "value_ms": 20.0}, "stragglers": {},
+               "scheme": "ps", "comm": {"servers": [[LO, port]], "timeout_s": 20},
+               "events": str(tmp_path / f"w{r}.jsonl"), "verify": True}
+        (tmp_path / f"w{r}.json").write_text(json.dumps(cfg))
+        procs.append(subprocess.Popen([sys.executable, "-m", "workers.worker_main", str(tmp_path / f"w{r}.json")],
+                                      cwd=REPO, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        assert p.wait(60) == 0, p.stderr.read()
+    out, err = srv.communicate(timeout=20)
+    assert srv.returncode == 0, err
+    from workers.events import read_events, summarize_job
+    ev = {f"w{r}": read_events(tmp_path / f"w{r}.jsonl") for r in range(w)}
+    its = [[e for e in ev[k] if e["event"] == "iteration_end"] for k in ev]
+    assert len({len(i) for i in its}) == 1 and len(its[0]) >= 3, "all stop after the same iteration"
+    assert len({e["result_sha1"] for i in its for e in i if e["iteration"] == 0}) == 1
+    for i in its:
+        for e in i:
+            assert e["max_error"] <= e["error_bound"]
+            assert e["gradient_bytes"] == 4 * 5000 and e["bytes_sent"] == 4 * 5001 + fr.HEADER.size
+            assert e["compute_s"] >= 0.02 and e["comm_s"] > 0
+    for k in ev:
+        assert ev[k][-1]["event"] == "worker_end" and ev[k][-1]["reason"] == "duration reached"
+    job = summarize_job(ev)
+    assert job["iterations_completed"] == len(its[0]) and job["within_quantization_bound"]
+    stats = json.loads(out.strip().splitlines()[-1])
+    assert stats["iterations"] == len(its[0])
+
+
+# ---------------------------------------------------------------- placement (pure)
+def geo_graph():
+    from testbed.scenario import load_scenario
+    from topologies.graph import build_graph
+    return build_graph(load_scenario(str(REPO / "scenarios" / "geo-3dc.yaml"), []))
+
+
+def test_placement_of_each_scheme():
+    from testbed.app_baselines import BaselineOptions, plan_placement
+    g = geo_graph()
+    dc = lambda h: g.nodes[h]["dc"]
+    p = plan_placement("ps", g, BaselineOptions.from_options("ps", {"server_dc": "fra", "shards": 2}))
+    assert len(p.workers) == 12 and [dc(s["host"]) for s in p.servers] == ["fra", "fra"]
+    assert len({s["host"] for s in p.servers}) == 2 and all(s["children"] == 12 for s in p.servers)
+    h = plan_placement("hier-ps", g, BaselineOptions.from_options(
+        "hier-ps", {"global_dc": "tok", "dedicated_servers": True}))
+    assert len(h.workers) == 9 and not {s["host"] for s in h.servers} & set(h.workers)
+    glob = h.servers[0]
+    assert dc(glob["host"]) == "tok" and glob["children"] == 3
+    for w in h.workers:   # every worker talks to the server of its own datacenter
+        srv = next(s for s in h.servers[1:] if [g.nodes[s["host"]]["ip"], s["port"]] == h.comm[w]["servers"][0])
+        assert dc(srv["host"]) == dc(w)
+    r = plan_placement("ring", g, BaselineOptions.from_options("ring", {}))
+    assert wan_crossings(r.workers, {n: dc(n) for n in r.workers}) == 3
+    assert [r.comm[w]["ring_rank"] for w in r.workers] == list(range(12))
+
+
+def test_bad_options_say_what_is_known():
+    from testbed.app_baselines import BaselineOptions, plan_placement
+    with pytest.raises(ValueError, match="unknown option.*server_dc"):
+        BaselineOptions.from_options("ring", {"server_dc": "fra"})
+    with pytest.raises(ValueError, match="shards"):
+        BaselineOptions.from_options("ps", {"shards": 0})
+    with pytest.raises(ValueError, match="no datacenter 'mars'.*wdc"):
+        plan_placement("ps", geo_graph(), BaselineOptions.from_options("ps", {"server_dc": "mars"}))
+
+
+def test_schemes_are_registered():
+    from testbed.apps import make_app
+    for s in ("ps", "hier-ps", "ring"):
+        assert make_app(s, {}).name == s
