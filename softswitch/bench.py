@@ -6,7 +6,8 @@ Measures, in one run on this machine:
 2. packets/s through veth pairs between namespaces: a generator in namespace <p>g blasts
    prebuilt frames with AF_PACKET into the switch's port 1, the switch (root namespace)
    forwards them out of port 2 into namespace <p>k, where the sink interface's receive
-   counter counts them (no process there, so the sink costs no CPU on this 2-core machine);
+   counter counts them (no process there, so the sink costs no CPU on this 2-core machine); the generator
+   runs on CPU 0 and the switch (or relay) on CPU 1;
 3. on the same veths, the relay rate of a do-nothing Python AF_PACKET forwarder, the I/O
    limit for any Python switch; the ratio switch/relay says what the pipeline costs.
 
@@ -32,6 +33,17 @@ from dataclasses import dataclass, field
 from softswitch.ports import ETH_P_ALL, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# The generator and the element under test each get a CPU of their own: left to the
+# scheduler, they migrate and share cores with each other's softirq work, and the measured
+# rate of the same switch varied 2x from run to run on this 2-core machine.
+GEN_CPU, DUT_CPU = (0, 1) if (os.cpu_count() or 1) >= 2 else (None, None)
+
+
+def pin(pid: int, cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(pid, {cpu})
 
 
 def progress(msg: str) -> None:
@@ -308,6 +320,7 @@ def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: st
             env["SOFTSWITCH_PROFILE"] = profile_path
         proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT,
                                 stdout=log, stderr=subprocess.STDOUT)
+    pin(proc.pid, DUT_CPU)
     deadline = time.monotonic() + 60
     while not port_accepts(port):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -413,6 +426,8 @@ def main(argv=None) -> int:
     ap.add_argument("--in-if", help=argparse.SUPPRESS)
     ap.add_argument("--out-if", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.role:
+        pin(0, GEN_CPU if args.role == "gen" else DUT_CPU)
     if args.role == "gen":
         run_generator(args.ifname, args.frames, args.seconds, agg=args.agg)
         return 0
