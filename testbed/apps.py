@@ -236,8 +236,7 @@ def make_app(scheme: str, options: dict) -> App:
     return cls(options)
 
 
-# TCP baselines (issue 5); imported last because they subclass App from this module.
-from testbed.app_baselines import HierPsApp, PsApp, RingApp  # noqa: E402
-APPS["ps"] = PsApp
-APPS["hier-ps"] = HierPsApp
-APPS["ring"] = RingApp
+# TCP baselines (issue 5), lazy like app_ina: app_baselines imports this module.
+APPS["ps"] = lambda o: __import__("testbed.app_baselines", fromlist=["PsApp"]).PsApp(o)
+APPS["hier-ps"] = lambda o: __import__("testbed.app_baselines", fromlist=["HierPsApp"]).HierPsApp(o)
+APPS["ring"] = lambda o: __import__("testbed.app_baselines", fromlist=["RingApp"]).RingApp(o)
