@@ -48,7 +48,7 @@ def _our_processes(prefix: str) -> list[str]:
             cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or "--worker tch" in cmd:
+        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or f"--worker {prefix}h" in cmd:
             found.append(f"{entry}: {cmd[:120]}")
     return found
 
@@ -95,3 +95,37 @@ def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
     assert (run_dir / "manifest.json").exists() and (run_dir / "counters.csv").stat().st_size > 0
     # partial results stay: the iterations done before the interrupt are in the event logs
     assert any("iteration_end" in e.read_text() for e in (run_dir / "events").glob("*.jsonl"))
+
+
+def test_clean_removes_what_a_sigkilled_run_left(tmp_path):
+    """SIGKILL gives the run no chance to tear down: its record lets `clean` do it."""
+    scn = tmp_path / "cleanup.yaml"
+    scn.write_text(SCENARIO)
+    out = tmp_path / "results"
+    p = subprocess.Popen([sys.executable, str(REPO / "run.py"), "run", str(scn), "--out", str(out),
+                          "--prefix", "tk"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and p.poll() is None:
+            if any("iteration_end" in e.read_text() for e in out.glob("cleanup/*/events/*.jsonl")):
+                break
+            time.sleep(0.2)
+        assert p.poll() is None
+        p.kill()
+        p.wait()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    (run_dir,) = list(out.glob("cleanup/*"))
+    record = cleanup.STATE_DIR / f"{run_dir.name}.json"
+    left = [n for n in os.listdir("/sys/class/net") if n.startswith("tk")]
+    assert record.exists() and left and _our_processes("tk"), "SIGKILL should leave the run behind"
+    netns = set(json.loads(record.read_text())["netns"])
+
+    report = cleanup.clean(sweep=False)   # records only: other people's networks are safe
+    assert run_dir.name in report["runs"]
+    assert _our_processes("tk") == []
+    assert [n for n in os.listdir("/sys/class/net") if n.startswith("tk")] == []
+    assert cleanup.pids_in_netns(netns) == []
+    assert not record.exists()
