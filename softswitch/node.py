@@ -79,6 +79,16 @@ def _prepare_switch_intf(name: str) -> None:
         pass
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the process that started it dies, so a
+    crashed or SIGKILLed test runner or testbed leaves no switch behind (the switch exits
+    cleanly on SIGTERM). Only the start-up thread's death counts (Linux semantics), which
+    is the main thread in Mininet scripts."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 class ProcessSwitch(Switch):
     """A Mininet switch backed by one external process with a localhost control port."""
 
@@ -137,7 +147,8 @@ class ProcessSwitch(Switch):
             # Own session: a Ctrl-C in the terminal reaches the test runner, which then stops
             # the switch by PID in order, instead of every switch dying mid-teardown.
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=env, cwd=REPO_ROOT, start_new_session=True)
+                                         env=env, cwd=REPO_ROOT, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout

@@ -403,3 +403,56 @@ def test_bmv2_line_of_three_pings(netctl):
                        [("xs1", 2, "xs2", 2), ("xs2", 3, "xs3", 2)], cls=Bmv2Switch)
     install_routes(net, graph, host_at, client_cls=Bmv2Client)
     assert net.pingAll(timeout="1") == 0.0
+
+
+def test_switch_dies_with_the_process_that_started_it(tmp_path):
+    """A SIGKILLed Mininet script must not leave its switch processes running."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {REPO!r})
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from softswitch.node import SoftSwitch
+        setLogLevel("error")
+        net = Mininet(topo=None, controller=None, build=False, waitConnected=False)
+        sw = net.addSwitch("xs7", cls=SoftSwitch, program={FORWARD_P4!r})
+        h = net.addHost("xh7")
+        net.addLink(h, sw, port2=1)
+        net.build()
+        sw.start([])
+        print(sw.proc.pid, flush=True)
+        time.sleep(60)
+    """))
+    runner = subprocess.Popen([PY, str(script)], stdout=subprocess.PIPE, text=True)
+    switch_pid = None
+    try:
+        switch_pid = int(runner.stdout.readline())
+        os.kill(switch_pid, 0)                       # running
+        runner.kill()
+        runner.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{switch_pid}/stat") as f:
+                    if f.read().split(") ")[1].startswith("Z"):
+                        break                        # exited; only its zombie entry is left
+            except FileNotFoundError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"switch {switch_pid} still running 10 s after its parent was killed")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        if switch_pid:
+            try:
+                os.kill(switch_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # The killed script could not delete its interfaces or shells: do it here.
+        subprocess.run(["ip", "link", "del", "xs7-eth1"], stderr=subprocess.DEVNULL)
+        for line in subprocess.run(["pgrep", "-f", "mininet:x[sh]7"], capture_output=True,
+                                   text=True).stdout.split():
+            os.kill(int(line), signal.SIGKILL)
