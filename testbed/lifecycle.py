@@ -272,8 +272,10 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
     def on_switch_started(sw):
         record.add_process(sw.pid_of_switch, f"switch {sw.name}")
 
-    net_intfs = [s.intf for s in plan.intfs if not s.is_host]
-    record.add_interfaces(net_intfs)
+    # checked before recording: teardown deletes recorded interfaces, and these would be
+    # someone else's
+    netbuild.check_names_free(plan)
+    record.add_interfaces([s.intf for s in plan.intfs if not s.is_host])
     return netbuild.build_network(
         graph, backends.switch_class(backend),
         switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,

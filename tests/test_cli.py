@@ -47,3 +47,17 @@ def test_forced_netem_without_netem_fails_before_anything_starts(tmp_path):
     assert not [n for n in os.listdir("/sys/class/net") if n.startswith("tn")]
 
 
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_existing_interface_names_refuse_the_run_and_are_left_alone(tmp_path):
+    subprocess.run(["ip", "link", "add", "tdg1-eth1", "type", "veth", "peer", "name", "tdzz0"], check=True)
+    try:
+        rc, out, err = run_py("run", "scenarios/quickstart.yaml", "--out", str(tmp_path), "--prefix", "td")
+        assert rc == 1
+        assert err.startswith("error: interface(s) tdg1-eth1 already exist: another run uses these node names")
+        assert os.path.exists("/sys/class/net/tdg1-eth1")   # someone else's: never deleted
+        summary = next(tmp_path.glob("quickstart/*/summary.json")).read_text()
+        assert '"complete": false' in summary
+    finally:
+        subprocess.run(["ip", "link", "del", "tdg1-eth1"], stderr=subprocess.DEVNULL)

@@ -76,6 +76,16 @@ def _host_run(host):
     return run
 
 
+def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
+    """Refuse to start over interfaces that exist: they belong to someone else."""
+    taken = sorted(s.intf for s in emu.intfs
+                   if not s.is_host and os.path.exists(f"/sys/class/net/{s.intf}"))
+    if taken:
+        raise NetBuildError(
+            f"interface(s) {', '.join(taken[:4])} already exist: another run uses these node "
+            f"names (give this one --prefix) or a killed run left them (python3 run.py clean)")
+
+
 def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkemu.LinkEmuPlan,
                   host_commands: dict[str, list[str]], on_node=None, on_switch_started=None):
     """Create, configure and start the Mininet network; returns the started ``Mininet``.
@@ -89,6 +99,8 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
     """
     from mininet.link import Link
     from mininet.net import Mininet
+
+    check_names_free(emu)
 
     net = Mininet(topo=None, controller=None, link=Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False)
