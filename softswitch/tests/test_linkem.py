@@ -54,6 +54,18 @@ def test_jitter_without_reorder_keeps_fifo_order():
     assert [int.from_bytes(f, "big") for f in out] == list(range(1000))
 
 
+def test_fifo_jitter_keeps_the_configured_mean_for_sparse_traffic():
+    line = DelayLine(LinkEmuConfig(delay_ms=20, jitter_ms=2, seed=5))
+    delays = []
+    for i in range(5000):
+        now = i * 0.1                       # 100 ms apart: far more than the jitter
+        line.submit(b"x", now)
+        delays.append((line.next_due() - now) * 1000)
+        line.pop_due(now + 1.0)
+    assert np.mean(delays) == pytest.approx(20, abs=0.1)
+    assert np.std(delays) == pytest.approx(2, rel=0.05)
+
+
 def test_jitter_with_reorder_reorders_and_releases_by_due_time():
     line = DelayLine(LinkEmuConfig(delay_ms=5, jitter_ms=4, seed=7, reorder=True))
     for i in range(1000):
