@@ -5,8 +5,8 @@
   python3 run.py validate FILE...
   python3 run.py clean
   python3 run.py bench switch|topology
-  python3 run.py sweep SWEEP [--resume]        (not yet available: issue 4)
-  python3 run.py plot RESULTS [--format pdf,png]  (not yet available: issue 4)
+  python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR]
+  python3 run.py plot RESULTS [--format pdf,png]
 
 Errors are one line on stderr, no traceback (set GDML_DEBUG=1 for one).
 """
@@ -53,11 +53,15 @@ def cmd_bench(a) -> int:
     return main(a.args) or 0
 
 
-def cmd_not_yet(issue: int):
-    def run(a) -> int:
-        print(f"run.py {a.command}: not yet available: see issue {issue}", file=sys.stderr)
-        return 2
-    return run
+def cmd_sweep(a) -> int:
+    from testbed.sweep import main
+    _need_root("sweep")
+    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out)
+
+
+def cmd_plot(a) -> int:
+    from analysis.report import main
+    return main(a.results, a.format)
 
 
 def _need_root(what: str) -> None:
@@ -87,12 +91,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=("switch", "topology"))
     b.add_argument("args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
-    s = sub.add_parser("sweep", help="not yet available (issue 4)")
-    s.add_argument("rest", nargs=argparse.REMAINDER)
-    s.set_defaults(fn=cmd_not_yet(4))
-    pl = sub.add_parser("plot", help="not yet available (issue 4)")
-    pl.add_argument("rest", nargs=argparse.REMAINDER)
-    pl.set_defaults(fn=cmd_not_yet(4))
+    s = sub.add_parser("sweep", help="run every point of a sweep file (docs/sweeps.md)")
+    s.add_argument("sweep")
+    s.add_argument("--resume", action="store_true", help="skip the points already finished ok")
+    s.add_argument("--quick", action="store_true", help="the sweep's quick variant (minutes)")
+    s.add_argument("--out", default=None, help="results root (default: the sweep's output)")
+    s.set_defaults(fn=cmd_sweep)
+    pl = sub.add_parser("plot", help="figures and report.md of a run, a scenario's runs or a sweep")
+    pl.add_argument("results")
+    pl.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg")
+    pl.set_defaults(fn=cmd_plot)
     return p
 
 

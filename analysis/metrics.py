@@ -5,15 +5,15 @@ from JSON lines; times are CLOCK_MONOTONIC seconds of the *emulation*), counters
 (testbed/counters.py) and summary.json. Nothing here reads files or knows about time
 dilation: analysis/rundata.py converts to real-world units (times / s, rates x s).
 
-Events read (other events and fields are ignored):
+Events read (the schema of workers/events.py; other events and fields are ignored):
   iteration_start  {t, worker, iteration}
-  compute_end      {t, worker, iteration}         optional: end of the compute phase
-  iteration_end    {t | t_end, worker, iteration, t_start?, bytes?, compute_s?,
-                    retransmissions? | retransmits?, accuracy?}
+  compute_end      {t, worker, iteration}         end of the compute phase
+  iteration_end    {t | t_end, worker, iteration, t_start?, gradient_bytes (or bytes),
+                    compute_s?, comm_s?, retransmissions? (or retransmits), accuracy?}
   eval             {t, iteration?, accuracy}       optional: accuracy measured off the
                                                    iteration path
-`bytes` is the number of useful gradient bytes the worker synchronized in that iteration
-(its gradient's size: parameters x 4 for float32), not the bytes it put on the wire.
+`gradient_bytes` is the number of useful gradient bytes the worker synchronized in that
+iteration (parameters x 4 for float32), not the bytes it put on the wire.
 """
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ class IterationRecord:
     t_start: float
     t_end: float
     compute_s: float | None       # None when the log does not say
-    bytes: int
+    bytes: int                    # useful gradient bytes
     retransmissions: int
+    comm_logged_s: float | None = None   # the log's comm_s, when it has one
 
     @property
     def iteration_s(self) -> float:
@@ -41,6 +42,8 @@ class IterationRecord:
 
     @property
     def comm_s(self) -> float | None:
+        if self.comm_logged_s is not None:
+            return self.comm_logged_s
         return None if self.compute_s is None else max(0.0, self.iteration_s - self.compute_s)
 
 
@@ -51,9 +54,9 @@ def iteration_records(events: Iterable[dict], worker: str | None = None) -> list
       iteration time   t_end - t_start, where t_start is the iteration_end's t_start or
                        else the t of the matching iteration_start;
       compute time     the iteration_end's compute_s, else compute_end.t - t_start;
-      communication time  iteration time - compute time: sending, aggregation and waiting
-                       for the others (in BSP the wait for stragglers is communication
-                       time of the fast workers).
+      communication time  the iteration_end's comm_s, else iteration time - compute time:
+                       sending, aggregation and waiting for the others (in BSP the wait
+                       for stragglers is communication time of the fast workers).
     An iteration_end without a start time is skipped (the log was cut at its start)."""
     starts: dict[tuple[str, int], float] = {}
     cends: dict[tuple[str, int], float] = {}
@@ -80,9 +83,11 @@ def iteration_records(events: Iterable[dict], worker: str | None = None) -> list
         if comp is None and (w, i) in cends:
             comp = cends[(w, i)] - t_start
         retx = e.get("retransmissions", e.get("retransmits")) or 0
+        nbytes = e.get("gradient_bytes", e.get("bytes")) or 0
+        comm = e.get("comm_s")
         out.append(IterationRecord(str(w), int(i) if i is not None else len(out), t_start, t_end,
-                                   None if comp is None else float(comp), int(e.get("bytes") or 0),
-                                   int(retx)))
+                                   None if comp is None else float(comp), int(nbytes), int(retx),
+                                   None if comm is None else float(comm)))
     out.sort(key=lambda r: (r.t_start, r.worker))
     return out
 
@@ -127,9 +132,25 @@ def makespan(records: Sequence[IterationRecord]) -> float:
 
 
 def goodput_bps(records: Sequence[IterationRecord]) -> float:
-    """Goodput of the job: 8 x (sum over workers and iterations of the useful gradient bytes
-    synchronized) / makespan, in bit/s. Retransmitted, header and protocol bytes do not
-    count; a scheme that moves the same gradients in less time has the higher goodput."""
+    """Goodput (as workers/events.py): per worker, 8 x its useful gradient bytes summed over
+    its iterations / its communication time summed over the same iterations; the mean over
+    workers, in bit/s. Retransmitted, header and protocol bytes do not count: a scheme that
+    synchronizes the same gradients in less time has the higher goodput. nan when no
+    iteration records its communication time."""
+    per: dict[str, list[float]] = {}
+    for r in records:
+        if r.comm_s is not None:
+            acc = per.setdefault(r.worker, [0.0, 0.0])
+            acc[0] += r.bytes
+            acc[1] += r.comm_s
+    rates = [8.0 * b / c for b, c in per.values() if c > 0]
+    return float(np.mean(rates)) if rates else float("nan")
+
+
+def job_goodput_bps(records: Sequence[IterationRecord]) -> float:
+    """Job goodput: 8 x (useful gradient bytes summed over all workers and iterations) /
+    makespan, in bit/s: the rate at which the job as a whole gets gradients synchronized,
+    compute time and stragglers included (the area under goodput_over_time)."""
     span = makespan(records)
     if span <= 0:
         return 0.0
@@ -140,7 +161,9 @@ def goodput_over_time(records: Sequence[IterationRecord], window_s: float,
                       t0: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Goodput in consecutive windows [t0 + k w, t0 + (k+1) w): each worker-iteration's
     useful bytes are spread evenly over its [t_start, t_end], so the windows' bytes add up
-    to the run's. Returns (window centres relative to t0, bit/s). t0: first start."""
+    to the run's; a window's rate is 8 x its bytes / its length, the last window being cut
+    at the last iteration's end. Returns (window centres relative to t0, bit/s); t0
+    defaults to the first start."""
     if window_s <= 0:
         raise ValueError(f"window must be > 0 s (got {window_s})")
     if not records:
@@ -159,8 +182,10 @@ def goodput_over_time(records: Sequence[IterationRecord], window_s: float,
         lo = np.clip(edges[:-1], r.t_start, r.t_end)
         hi = np.clip(edges[1:], r.t_start, r.t_end)
         acc += r.bytes * (hi - lo) / dur
-    centres = (edges[:-1] + edges[1:]) / 2 - t0
-    return centres, 8.0 * acc / window_s
+    # the last window ends at the run's end: divide by the part of it the run covered
+    widths = np.minimum(edges[1:], max(t1, edges[-2] + 1e-9)) - edges[:-1]
+    centres = (edges[:-1] + np.minimum(edges[1:], t1)) / 2 - t0
+    return centres, 8.0 * acc / widths
 
 
 def speedup(baseline_s: float, scheme_s: float) -> float:

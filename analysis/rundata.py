@@ -212,6 +212,7 @@ class RunData:
             "compute_time_mean_s": float(comp.mean() / s) if len(comp) else nan,
             "comm_time_mean_s": float(comm.mean() / s) if len(comm) else nan,
             "goodput_mbps": M.goodput_bps(recs) * s / 1e6,
+            "job_goodput_mbps": M.job_goodput_bps(recs) * s / 1e6,
             "wan_bytes_per_iteration": (wan_b / n_it) if (wan_b is not None and n_it) else nan,
             "retransmissions": M.retransmissions(recs),
             "switch_drops": M.switch_drops(self.summary, self.counter_rows, self.switch_nodes()),

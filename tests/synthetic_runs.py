@@ -5,6 +5,8 @@ and writes results/<scenario>/<run-id>/ with scenario.yaml, manifest.json,
 events/<worker>.jsonl, counters.csv, bandwidth_events.jsonl and summary.json, from a
 simple closed-form BSP model (numbers are made up, never presented as measurements):
 
+  events as workers/events.py (iteration_start, compute_end, iteration_end with
+  t_start, t_end, compute_s, comm_s, gradient_bytes, retransmissions, accuracy)
   compute(w, i)  = 0.1 s x N(1, 0.05), x 3 when a transient straggler (probability p)
   comm(i)        = crossing(scheme) x gradient bits / bottleneck rate at the start + RTT
   every worker of iteration i starts at T_i and ends at T_i + max_w compute + comm
@@ -78,7 +80,8 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
             logs[h] += [{"event": "iteration_start", "t": ts, "worker": h, "iteration": i},
                         {"event": "compute_end", "t": tc, "worker": h, "iteration": i},
                         {"event": "iteration_end", "t": te, "t_start": ts, "t_end": te, "worker": h,
-                         "iteration": i, "bytes": grad_bytes, "retransmissions": int(i == 2 and k == 0),
+                         "iteration": i, "compute_s": tc - ts, "comm_s": te - tc,
+                         "gradient_bytes": grad_bytes, "retransmissions": int(i == 2 and k == 0),
                          "accuracy": round(0.9 - 0.5 * np.exp(-i / 4), 6)}]
         per_iter.append((t, end, 2 * cross * grad_bytes))
         t = end + 0.001

@@ -17,10 +17,14 @@ def run_py(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-def test_sweep_and_plot_say_not_yet_available():
-    for cmd in ("sweep", "plot"):
-        rc, out, err = run_py(cmd, "x")
-        assert rc == 2 and err.strip() == f"run.py {cmd}: not yet available: see issue 4"
+def test_sweep_and_plot_missing_input_is_one_line_error():
+    rc, out, err = run_py("plot", "no-such-results")
+    assert rc == 1 and err.startswith("error: no-such-results: no such folder") and len(err.splitlines()) == 1
+    rc, out, err = run_py("sweep", "no-such-sweep.yaml")
+    if os.geteuid() != 0:
+        assert "needs root" in err
+        return
+    assert rc == 1 and err.strip() == "error: no-such-sweep.yaml: cannot read the file (No such file or directory)"
 
 
 def test_bad_scenario_is_one_line_without_traceback():

@@ -1,0 +1,230 @@
+"""Paper-style figures from a sweep's table rows and from runs' time series.
+
+Each `fig_*` function takes plain data (table rows as dicts, numpy series) and returns a
+matplotlib Figure in the paper style of analysis/style.py; analysis/report.py decides which
+figures the results support and saves them. Over repetitions a point is the mean with a
+95% interval (error bars, or a band for time series); a dashed line marks speedup 1.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from analysis.metrics import cdf_points, mean_ci, speedup
+from analysis.style import (BANDWIDTH_COLOR, legend_above, new_figure, note_dilation, paper_style,
+                            scheme_sort_key, scheme_style)
+
+LABELS = {
+    "wan.default.bandwidth_mbps": "WAN bandwidth (Mbps)",
+    "wan.default.delay_ms": "WAN one-way delay (ms)",
+    "wan.default.loss_pct": "WAN loss (%)",
+    "stragglers.transient.probability": "Straggler probability",
+    "stragglers.transient.factor": "Straggler slowdown (x)",
+    "stragglers.persistent.0.factor": "Straggler slowdown (x)",
+    "n_workers": "Workers", "n_datacenters": "Datacenters",
+    "iteration_time_mean_s": "Iteration time (s)",
+    "iteration_time_p99_s": "99th pct. iteration time (s)",
+    "goodput_mbps": "Goodput per worker (Mbps)",
+    "job_goodput_mbps": "Job goodput (Mbps)",
+    "wan_bytes_per_iteration": "WAN MB per iteration",
+    "time_to_accuracy_s": "Time to target accuracy (s)",
+    "comm_time_mean_s": "Communication time (s)",
+}
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name)
+
+
+def _bare(text: str) -> str:
+    """A label without its unit, for titles: 'WAN bandwidth (Mbps)' -> 'WAN bandwidth'."""
+    return text.split(" (")[0]
+
+
+def _ok(rows: Iterable[dict]) -> list[dict]:
+    return [r for r in rows if r.get("status", "ok") == "ok"]
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _dilation(rows: Sequence[dict]) -> float | None:
+    vals = {_num(r.get("time_dilation")) for r in rows}
+    vals = {v for v in vals if v == v}
+    return max(vals) if vals else None
+
+
+def speedup_rows(rows: Sequence[dict], axes: Sequence[str], baseline: str,
+                 metric: str = "iteration_time_mean_s", series: str = "scheme") -> list[dict]:
+    """Paired speedups: each ok row divided into the baseline row with the same values of
+    every other axis and the same repetition (same seed: same stragglers and schedules).
+    Returns copies of the rows with `speedup` = baseline metric / row metric."""
+    key_cols = [a for a in axes if a != series] + ["repetition"]
+    base = {tuple(str(r.get(c)) for c in key_cols): _num(r.get(metric))
+            for r in _ok(rows) if r.get(series) == baseline}
+    out = []
+    for r in _ok(rows):
+        b = base.get(tuple(str(r.get(c)) for c in key_cols))
+        if b is None:
+            continue
+        out.append(dict(r, speedup=speedup(b, _num(r.get(metric)))))
+    return out
+
+
+def series_stats(rows: Sequence[dict], x: str, y: str, series: str = "scheme"):
+    """{series value: (xs, means, 95% half-widths)} over repetitions, xs sorted."""
+    acc: dict = defaultdict(lambda: defaultdict(list))
+    for r in _ok(rows):
+        xv, yv = _num(r.get(x)), _num(r.get(y))
+        if xv == xv and yv == yv:
+            acc[r.get(series)][xv].append(yv)
+    out = {}
+    for s in sorted(acc, key=lambda s: scheme_sort_key(str(s))):
+        xs = sorted(acc[s])
+        stats = [mean_ci(acc[s][v]) for v in xs]
+        out[s] = (np.array(xs), np.array([m for m, _ in stats]), np.array([c for _, c in stats]))
+    return out
+
+
+def _lines(ax, stats: dict) -> None:
+    for s, (xs, m, ci) in stats.items():
+        st = scheme_style(str(s))
+        ax.errorbar(xs, m, yerr=ci, color=st["color"], marker=st["marker"], label=st["label"])
+
+
+def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", title: str | None = None,
+               xlabel: str | None = None, ylabel: str | None = None, log_x: bool = False):
+    """A line per scheme of metric y against axis x (mean and 95% interval over repetitions)."""
+    with paper_style():
+        fig, ax = new_figure()
+        _lines(ax, series_stats(rows, x, y, series))
+        ax.set_xlabel(xlabel or label(x))
+        ax.set_ylabel(ylabel or label(y))
+        if log_x:
+            ax.set_xscale("log")
+        legend_above(ax, title or f"{_bare(label(y))} vs {_bare(label(x))}")
+        note_dilation(ax, _dilation(rows))
+    return fig
+
+
+def fig_speedup(rows: Sequence[dict], axes: Sequence[str], x: str, baseline: str, *,
+                metric: str = "iteration_time_mean_s", series: str = "scheme", title: str | None = None,
+                xlabel: str | None = None, log_x: bool = False, include_baseline: bool = False):
+    """Speedup over `baseline` (its time per iteration, or to accuracy, over the scheme's) vs
+    axis x, a line per scheme, paired by repetition, mean and 95% interval."""
+    sp = [r for r in speedup_rows(rows, axes, baseline, metric, series)
+          if include_baseline or r.get(series) != baseline]
+    what = "time to accuracy" if metric.startswith("time_to_accuracy") else "time per iteration"
+    base_label = scheme_style(baseline)["label"]
+    with paper_style():
+        fig, ax = new_figure()
+        ax.axhline(1.0, color="#777777", linestyle="--", linewidth=0.8, label=f"{base_label} (baseline)")
+        _lines(ax, series_stats(sp, x, "speedup", series))
+        ax.set_xlabel(xlabel or label(x))
+        ax.set_ylabel(f"Speedup over {base_label}")
+        if log_x:
+            ax.set_xscale("log")
+        legend_above(ax, title or f"Speedup ({what}) vs {_bare(label(x))}")
+        note_dilation(ax, _dilation(rows))
+    return fig
+
+
+def fig_wan_bytes(rows: Sequence[dict], x: str | None = None, *, title: str | None = None):
+    """WAN bytes per iteration (MB) by scheme: bars with 95% intervals; grouped by x when
+    given (one group per value of x)."""
+    rows = [r for r in _ok(rows) if _num(r.get("wan_bytes_per_iteration")) == _num(r.get("wan_bytes_per_iteration"))]
+    schemes = sorted({r.get("scheme") for r in rows}, key=lambda s: scheme_sort_key(str(s)))
+    xs = sorted({_num(r.get(x)) for r in rows}) if x else [None]
+    width = 0.8 / max(1, len(schemes))
+    with paper_style():
+        fig, ax = new_figure()
+        for k, s in enumerate(schemes):
+            st = scheme_style(str(s))
+            ms, cis = [], []
+            for xv in xs:
+                vals = [_num(r["wan_bytes_per_iteration"]) / 1e6 for r in rows
+                        if r.get("scheme") == s and (x is None or _num(r.get(x)) == xv)]
+                m, c = mean_ci(vals)
+                ms.append(m)
+                cis.append(c)
+            pos = np.arange(len(xs)) + (k - (len(schemes) - 1) / 2) * width
+            ax.bar(pos, ms, width * 0.9, yerr=cis, color=st["color"], label=st["label"],
+                   error_kw={"elinewidth": 0.8})
+        ax.set_xticks(np.arange(len(xs)) if x else [])
+        if x:
+            ax.set_xticklabels([f"{v:g}" for v in xs])
+        ax.set_xlabel(label(x) if x else "")
+        ax.set_ylabel(label("wan_bytes_per_iteration"))
+        legend_above(ax, title or "WAN bytes per iteration by scheme")
+        ax.grid(axis="x", visible=False)
+    return fig
+
+
+def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
+                     bandwidth: tuple[np.ndarray, np.ndarray] | None = None, *,
+                     title: str | None = None, dilation: float | None = None,
+                     bandwidth_label: str = "WAN bandwidth (bottleneck)"):
+    """Job goodput over time, a line per scheme (t, Mbps), with the WAN capacity as a grey
+    step area behind it."""
+    with paper_style():
+        fig, ax = new_figure()
+        if bandwidth is not None and len(bandwidth[0]):
+            t, m = bandwidth
+            ax.fill_between(t, m, step="post", color=BANDWIDTH_COLOR, alpha=0.6, linewidth=0,
+                            label=bandwidth_label, zorder=0)
+        for scheme, t, mbps in series:
+            st = scheme_style(scheme)
+            ax.plot(t, mbps, color=st["color"], label=st["label"], zorder=2)
+        ax.set_xlabel("Time (s)")
+        ax.set_ylabel("Goodput (Mbps)")
+        ax.set_ylim(bottom=0)
+        legend_above(ax, title or "Goodput over time")
+        note_dilation(ax, dilation)
+    return fig
+
+
+def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | None = None,
+            xlabel: str = "Iteration time (s)", dilation: float | None = None):
+    """Empirical CDFs: (scheme, condition, values); the scheme sets color and marker, the
+    condition the line style (first condition solid, then dashed, dotted)."""
+    styles = ["-", "--", ":", "-."]
+    conds: list[str] = []
+    with paper_style():
+        fig, ax = new_figure()
+        for scheme, cond, values in groups:
+            if cond not in conds:
+                conds.append(cond)
+            x, f = cdf_points(values)
+            st = scheme_style(scheme)
+            lab = st["label"] + (f", {cond}" if cond else "")
+            ax.step(x, f, where="post", color=st["color"], linestyle=styles[conds.index(cond) % 4], label=lab)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.02)
+        legend_above(ax, title or "CDF of iteration time")
+        note_dilation(ax, dilation)
+    return fig
+
+
+def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, target: float | None = None,
+                      title: str | None = None, dilation: float | None = None):
+    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted."""
+    with paper_style():
+        fig, ax = new_figure()
+        for scheme, t, acc in series:
+            st = scheme_style(scheme)
+            ax.plot(t, acc, color=st["color"], marker=st["marker"], markevery=max(1, len(t) // 8),
+                    label=st["label"])
+        if target is not None:
+            ax.axhline(target, color="#777777", linestyle=":", linewidth=0.8, label=f"target {target:g}")
+        ax.set_xlabel("Wall-clock time (s)")
+        ax.set_ylabel("Accuracy")
+        legend_above(ax, title or "Accuracy vs wall-clock time")
+        note_dilation(ax, dilation)
+    return fig

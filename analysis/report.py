@@ -1,0 +1,426 @@
+"""`python3 run.py plot RESULTS [--format pdf,png]`: the figures the results support + report.md.
+
+RESULTS is a sweep folder (table.csv, points/), one run's folder (summary.json), or a
+folder of runs (results/<scenario>/). Figures go to RESULTS/figures/<name>.<format>;
+report.md next to them shows the PNGs and the numbers behind them. A sweep file's
+`figures:` list chooses the figures (kinds in testbed/sweep_model.FIGURE_KINDS); without
+it the report picks them from the sweep's axes:
+  every numeric axis x other than scheme   speedup vs x (baseline ps, else the first
+                                           scheme) and iteration time vs x
+  an axis of lists (e.g. datacenters)      scaling: the same vs number of workers/datacenters
+  always                                   WAN bytes per iteration by scheme, goodput over
+                                           time (first value of every axis, repetition 0),
+                                           CDF of iteration time (with vs without stragglers
+                                           when an axis varies them), accuracy vs time
+                                           (when the workload reports accuracy)
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from analysis import figures as F
+from analysis.rundata import RunData, is_run_dir
+from analysis.style import save, scheme_sort_key, scheme_style
+
+SUMMARY_METRICS = ("iteration_time_mean_s", "iteration_time_p99_s", "comm_time_mean_s", "goodput_mbps",
+                   "wan_bytes_per_iteration", "time_to_accuracy_s")
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclass
+class FigureJob:
+    name: str
+    caption: str
+    make: Callable[[], object]     # -> matplotlib Figure
+
+
+# ---------------------------------------------------------------- loading
+
+def _parse_cell(v: str):
+    if v == "":
+        return None
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    if v in ("True", "False"):
+        return v == "True"
+    if v[:1] in "[{":
+        try:
+            return json.loads(v)
+        except ValueError:
+            pass
+    return v
+
+
+def load_table(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return [{k: _parse_cell(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+def load_sweep_spec(folder: Path) -> dict:
+    try:
+        return yaml.safe_load((folder / "sweep.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def x_column(rows: list[dict], axis: str) -> str | None:
+    """The numeric column to plot an axis against: the axis itself when its values are
+    numbers, else the derived n_datacenters / n_workers that varies with it."""
+    vals = [r.get(axis) for r in rows if r.get(axis) is not None]
+    if vals and all(_is_number(v) for v in vals):
+        return axis
+    for derived in ("n_datacenters", "n_workers"):
+        if len({r.get(derived) for r in rows}) > 1:
+            return derived
+    return None
+
+
+# ---------------------------------------------------------------- plans
+
+class SweepReport:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.rows = load_table(folder / "table.csv")
+        self.spec = load_sweep_spec(folder)
+        self.axes = list((self.spec.get("axes") or {}).keys()) or \
+            [c for c in self.rows[0] if c == "scheme"] if self.rows else []
+        self.ok = [r for r in self.rows if r.get("status") == "ok"]
+        self.schemes = sorted({r.get("scheme") for r in self.ok}, key=lambda s: scheme_sort_key(str(s)))
+        self._runs: dict[str, RunData] = {}
+
+    def baseline(self, wanted: str | None = None) -> str | None:
+        if wanted:
+            return wanted
+        return "ps" if "ps" in self.schemes else (self.schemes[0] if self.schemes else None)
+
+    def run(self, row: dict) -> RunData | None:
+        rd = row.get("run_dir")
+        if not rd:
+            return None
+        if rd not in self._runs:
+            p = Path(rd) if Path(rd).is_absolute() else self.folder / rd
+            try:
+                self._runs[rd] = RunData.load(p)
+            except FileNotFoundError:
+                return None
+        return self._runs[rd]
+
+    def representative(self, fixed: dict | None = None) -> list[dict]:
+        """One ok row per scheme: repetition 0 and, for every other axis, its first value
+        (or the value in `fixed`)."""
+        fixed = dict(fixed or {})
+        for a in self.axes:
+            if a != "scheme" and a not in fixed:
+                first = next((r.get(a) for r in self.rows if r.get(a) is not None), None)
+                fixed[a] = first
+        out = []
+        for s in self.schemes:
+            for r in self.ok:
+                if r.get("scheme") == s and r.get("repetition") == 0 and \
+                        all(r.get(a) == v for a, v in fixed.items()):
+                    out.append(r)
+                    break
+        return out
+
+    def dilation(self) -> float | None:
+        return F._dilation(self.ok)
+
+    # ------------------------------------------------------------ figure jobs
+    def jobs(self) -> list[FigureJob]:
+        specs = self.spec.get("figures") or self.default_specs()
+        out = []
+        for i, spec in enumerate(specs):
+            job = self.job(spec, i)
+            if job is not None:
+                out.append(job)
+        return out
+
+    def default_specs(self) -> list[dict]:
+        specs = []
+        for a in self.axes:
+            if a == "scheme":
+                continue
+            x = x_column(self.ok, a)
+            if x is None:
+                continue
+            kind = "scaling" if x in ("n_workers", "n_datacenters") else "speedup"
+            if len(self.schemes) > 1:
+                specs.append({"kind": kind, "x": a})
+            specs.append({"kind": "metric", "x": a, "y": "iteration_time_mean_s"})
+        specs += [{"kind": "wan_bytes"}, {"kind": "goodput_time"}, {"kind": "cdf"}, {"kind": "accuracy_time"}]
+        return specs
+
+    def job(self, spec: dict, i: int) -> FigureJob | None:
+        kind = spec["kind"]
+        ok = self.ok
+        if not ok:
+            return None
+        if kind in ("speedup", "scaling", "metric"):
+            axis = spec.get("x") or ("n_workers" if kind == "scaling" else None)
+            x = spec.get("x_column") or (x_column(ok, axis) if axis in self.axes else axis)
+            if x is None:
+                return None
+            if kind == "metric" or (kind == "scaling" and "y" in spec):
+                y = spec.get("y", "iteration_time_mean_s")
+                if not any(F._num(r.get(y)) == F._num(r.get(y)) for r in ok):
+                    return None
+                name = f"{y}_vs_{_slug(x)}"
+                return FigureJob(name, f"{F.label(y)} against {F.label(x)}, a line per scheme "
+                                 f"(mean and 95% interval over repetitions).",
+                                 lambda: F.fig_metric(ok, x, y, log_x=spec.get("log_x", False),
+                                                      title=spec.get("title")))
+            base = self.baseline(spec.get("baseline"))
+            metric = spec.get("metric", "iteration_time_mean_s")
+            if base is None or len(self.schemes) < 2:
+                return None
+            # pair on the axes, with list-valued axes standing for their derived column
+            pair_axes = [a for a in self.axes if a != "scheme"]
+            name = f"speedup_vs_{_slug(x)}" if kind == "speedup" else f"scaling_{_slug(x)}"
+            return FigureJob(name, f"Speedup over {scheme_style(base)['label']} ({F.label(metric).lower()}) "
+                             f"against {F.label(x)}, paired by repetition (mean and 95% interval).",
+                             lambda: F.fig_speedup(ok, pair_axes, x, base, metric=metric,
+                                                   log_x=spec.get("log_x", False), title=spec.get("title")))
+        if kind == "wan_bytes":
+            if not any(F._num(r.get("wan_bytes_per_iteration")) == F._num(r.get("wan_bytes_per_iteration"))
+                       for r in ok):
+                return None
+            x = spec.get("x")
+            return FigureJob("wan_bytes_per_iteration", "Bytes sent onto the WAN per training iteration, "
+                             "by scheme (mean and 95% interval over all points).",
+                             lambda: F.fig_wan_bytes(ok, x, title=spec.get("title")))
+        if kind == "goodput_time":
+            reps = self.representative(spec.get("at"))
+            runs = [(r["scheme"], self.run(r)) for r in reps]
+            runs = [(s, rd) for s, rd in runs if rd is not None and rd.records]
+            if not runs:
+                return None
+
+            def make():
+                series = [(s, *rd.goodput_series()) for s, rd in runs]
+                bw = _bottleneck(runs[0][1])
+                return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"))
+            return FigureJob("goodput_over_time", "Job goodput over time, one run per scheme "
+                             f"({_setting(reps[0], self.axes)}), with the WAN bottleneck bandwidth "
+                             "behind it.", make)
+        if kind == "cdf":
+            return self._cdf_job(spec)
+        if kind == "accuracy_time":
+            reps = self.representative(spec.get("at"))
+            runs = [(r["scheme"], self.run(r)) for r in reps]
+            series = [(s, *rd.accuracy_series()) for s, rd in runs if rd is not None]
+            series = [s for s in series if len(s[1])]
+            if not series:
+                return None
+            target = self.spec.get("target_accuracy")
+            return FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time, one run per "
+                             f"scheme ({_setting(reps[0], self.axes)}).",
+                             lambda: F.fig_accuracy_time(series, target=target, dilation=self.dilation(),
+                                                         title=spec.get("title")))
+        return None
+
+    def _cdf_job(self, spec: dict) -> FigureJob | None:
+        split = spec.get("split") or next((a for a in self.axes if a.startswith("stragglers")), None)
+        groups = []
+        if split:
+            vals = sorted({r.get(split) for r in self.ok if _is_number(r.get(split))})
+            if len(vals) < 2:
+                split = None
+        if split:
+            lo, hi = vals[0], vals[-1]
+            conds = [(lo, "no stragglers" if lo == 0 else f"{F.label(split).lower()} {lo:g}"),
+                     (hi, f"{F.label(split).lower()} {hi:g}")]
+            for v, cond in conds:
+                for r in self.representative({split: v}):
+                    rd = self.run(r)
+                    if rd is not None:
+                        groups.append((r["scheme"], cond, rd.iteration_times_s()))
+            caption = (f"CDF of iteration time per scheme, without and with stragglers "
+                       f"({F.label(split).lower()} {lo:g} vs {hi:g}).")
+        else:
+            for r in self.representative():
+                rd = self.run(r)
+                if rd is not None:
+                    groups.append((r["scheme"], "", rd.iteration_times_s()))
+            caption = f"CDF of iteration time per scheme ({_setting(self.representative()[0], self.axes)})."
+        groups = [g for g in groups if len(g[2])]
+        if not groups:
+            return None
+        return FigureJob("iteration_time_cdf", caption,
+                         lambda: F.fig_cdf(groups, dilation=self.dilation(), title=spec.get("title")))
+
+    # ------------------------------------------------------------ the numbers
+    def summary_table(self) -> str:
+        """Markdown: per setting (every axis but the repetition), mean of each metric over
+        repetitions, and the paired speedup over the baseline."""
+        axes = self.axes
+        base = self.baseline()
+        sp = {}
+        if base and len(self.schemes) > 1:
+            for r in F.speedup_rows(self.ok, axes, base):
+                sp.setdefault(tuple(json.dumps(r.get(a)) for a in axes), []).append(r["speedup"])
+        groups: dict[tuple, list[dict]] = {}
+        for r in self.rows:
+            groups.setdefault(tuple(json.dumps(r.get(a)) for a in axes), []).append(r)
+        metrics = [m for m in SUMMARY_METRICS if any(F._num(r.get(m)) == F._num(r.get(m)) for r in self.ok)]
+        head = [_short_axis(a) for a in axes] + ["ok/runs"] + [F.label(m) for m in metrics] + \
+            ([f"speedup vs {base}"] if sp else [])
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for key, rs in groups.items():
+            okr = [r for r in rs if r.get("status") == "ok"]
+            cells = [_fmt_axis(rs[0].get(a)) for a in axes] + [f"{len(okr)}/{len(rs)}"]
+            for m in metrics:
+                mean, ci = F.mean_ci([F._num(r.get(m)) for r in okr])
+                scale = 1e-6 if m == "wan_bytes_per_iteration" else 1
+                cells.append(_fmt(mean * scale, ci * scale))
+            if sp:
+                cells.append(_fmt(*F.mean_ci(sp.get(key, []))))
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def failures(self) -> list[str]:
+        return [f"- {r['point_id']}: {r.get('status')}: {r.get('error')}" for r in self.rows
+                if r.get("status") != "ok"]
+
+
+def _bottleneck(rd: RunData):
+    """The lowest WAN link rate at every change point (real s, Mbps), for the background."""
+    import numpy as np
+    bw = rd.bandwidth_series()
+    if not bw:
+        return None
+    ts = np.unique(np.concatenate([t for t, _ in bw.values()]))
+    m = np.array([min(float(mb[np.searchsorted(t, x, side="right") - 1]) for t, mb in bw.values())
+                  for x in ts])
+    return ts, m
+
+
+def _slug(s: str) -> str:
+    return s.replace("wan.default.", "").replace("stragglers.", "").replace(".", "_")
+
+
+def _short_axis(a: str) -> str:
+    return F.label(a) if a in F.LABELS else a
+
+
+def _fmt_axis(v) -> str:
+    if isinstance(v, list):
+        return f"{len(v)} entries"
+    return str(v)
+
+
+def _setting(row: dict, axes: list[str]) -> str:
+    parts = [f"{_short_axis(a).split(' (')[0].lower()} {_fmt_axis(row.get(a))}" for a in axes if a != "scheme"]
+    return ", ".join(parts) or "the only setting"
+
+
+def _fmt(mean: float, ci: float) -> str:
+    if mean != mean:
+        return "-"
+    if ci != ci or ci == 0:
+        return f"{mean:.4g}"
+    return f"{mean:.4g} ± {ci:.2g}"
+
+
+# ---------------------------------------------------------------- single runs
+
+def run_jobs(runs: list[RunData]) -> list[FigureJob]:
+    runs = [r for r in runs if r.records]
+    if not runs:
+        return []
+    s = runs[0].dilation
+    jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it.",
+                      lambda: F.fig_goodput_time([(r.scheme, *r.goodput_series()) for r in runs],
+                                                 _bottleneck(runs[0]), dilation=s)),
+            FigureJob("iteration_time_cdf", "CDF of iteration time.",
+                      lambda: F.fig_cdf([(r.scheme, r.path.name if len(runs) > 1 else "", r.iteration_times_s())
+                                         for r in runs], dilation=s))]
+    if any(len(r.accuracy_series()[0]) for r in runs):
+        jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time.",
+                              lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
+                                                          dilation=s)))
+    return jobs
+
+
+def runs_table(runs: list[RunData]) -> str:
+    cols = ["run", "scheme", "complete", "iterations"] + list(SUMMARY_METRICS) + ["retransmissions", "switch_drops"]
+    lines = ["| " + " | ".join(F.label(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for r in runs:
+        m = r.metrics()
+        m["run"] = r.path.name
+        cells = []
+        for c in cols:
+            v = m.get(c)
+            if c == "wan_bytes_per_iteration" and _is_number(v):
+                v = v / 1e6
+            cells.append(f"{v:.4g}" if isinstance(v, float) and v == v else ("-" if isinstance(v, float) else str(v)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- entry point
+
+def make_report(results, formats=("pdf", "png")) -> Path:
+    """Draw the figures RESULTS supports, write RESULTS/report.md, return its path."""
+    folder = Path(results)
+    if not folder.is_dir():
+        raise ReportError(f"{folder}: no such folder; give a sweep folder (results/<sweep>), "
+                          f"a run (results/<scenario>/<run-id>) or a scenario's runs (results/<scenario>)")
+    formats = tuple(f.strip().lower() for f in formats if f.strip())
+    bad = [f for f in formats if f not in ("pdf", "png", "svg")]
+    if bad or not formats:
+        raise ReportError(f"--format {','.join(formats)}: use pdf, png or svg, comma-separated")
+    if (folder / "table.csv").is_file():
+        rep = SweepReport(folder)
+        jobs, title = rep.jobs(), f"Sweep {folder.name}"
+        table = rep.summary_table()
+        extra = rep.failures()
+        intro = (f"{len(rep.ok)} of {len(rep.rows)} points ok; axes: {', '.join(rep.axes)}. "
+                 f"All numbers in real-world units (time dilation undone). Full table: "
+                 f"[table.csv](table.csv), [table.sqlite](table.sqlite).")
+    else:
+        paths = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if is_run_dir(p))
+        if not paths:
+            raise ReportError(f"{folder}: neither a sweep (table.csv) nor a run (summary.json) nor a "
+                              f"folder of runs; run `python3 run.py run` or `sweep` first")
+        runs = [RunData.load(p) for p in paths]
+        jobs, title = run_jobs(runs), f"Run{'s' if len(runs) > 1 else ''} {folder.name}"
+        table, extra = runs_table(runs), []
+        intro = f"{len(runs)} run(s). All numbers in real-world units (time dilation undone)."
+    fig_dir = folder / "figures"
+    lines = [f"# {title}", "", intro, ""]
+    import matplotlib.pyplot as plt
+    for job in jobs:
+        fig = job.make()
+        save(fig, fig_dir / job.name, formats)
+        plt.close(fig)
+        img = "png" if "png" in formats else formats[0]
+        lines += [f"## {fig.axes[0].get_title()}", "", f"![{job.name}](figures/{job.name}.{img})", "",
+                  job.caption, ""]
+    lines += ["## Numbers", "", table, ""]
+    if extra:
+        lines += ["## Failed points", ""] + extra + [""]
+    (folder / "report.md").write_text("\n".join(lines))
+    return folder / "report.md"
+
+
+def main(results: str, fmt: str = "pdf,png") -> int:
+    path = make_report(results, fmt.split(","))
+    print(f"report: {path}")
+    print(f"figures: {path.parent / 'figures'}")
+    return 0

@@ -1,0 +1,103 @@
+"""Paper style for every figure: serif fonts, the Okabe-Ito colorblind-safe palette, one
+fixed color and marker per scheme, sized for a 3.5-inch single column."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import matplotlib
+
+matplotlib.use("Agg")            # files only; no display on the test machines
+import matplotlib.pyplot as plt  # noqa: E402
+
+# Okabe & Ito (2008), distinguishable under the common color-vision deficiencies.
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73",
+             "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7"}
+
+# Fixed per scheme, so a scheme looks the same in every figure of every paper.
+SCHEME_STYLE = {
+    "ps":      {"color": OKABE_ITO["orange"], "marker": "o", "label": "PS"},
+    "hier-ps": {"color": OKABE_ITO["sky"], "marker": "s", "label": "Hier-PS"},
+    "ring":    {"color": OKABE_ITO["green"], "marker": "^", "label": "Ring all-reduce"},
+    "ina":     {"color": OKABE_ITO["vermillion"], "marker": "D", "label": "INA"},
+    "geo-ina": {"color": OKABE_ITO["blue"], "marker": "v", "label": "Geo-INA"},
+    "iperf":   {"color": OKABE_ITO["black"], "marker": "x", "label": "iperf"},
+}
+_SPARE = [(OKABE_ITO["purple"], "P"), (OKABE_ITO["yellow"], "X"), (OKABE_ITO["black"], "*")]
+SCHEME_ORDER = list(SCHEME_STYLE)
+
+COLUMN_WIDTH_IN = 3.5
+FIG_SIZE = (COLUMN_WIDTH_IN, 2.4)
+BANDWIDTH_COLOR = "#BBBBBB"      # the WAN capacity drawn behind goodput
+
+RC = {
+    "font.family": "serif",
+    "font.serif": ["DejaVu Serif", "Times New Roman", "Times", "serif"],
+    "mathtext.fontset": "dejavuserif",
+    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8,
+    "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7,
+    "legend.frameon": False, "lines.linewidth": 1.2, "lines.markersize": 4,
+    "axes.grid": True, "grid.linewidth": 0.4, "grid.alpha": 0.5,
+    "axes.spines.top": False, "axes.spines.right": False,
+    "figure.figsize": FIG_SIZE, "figure.dpi": 100, "savefig.dpi": 300,
+    "savefig.bbox": "tight", "savefig.pad_inches": 0.02,
+    "pdf.fonttype": 42, "ps.fonttype": 42,       # TrueType in PDFs: editable, accepted by venues
+    "errorbar.capsize": 2,
+}
+
+
+def scheme_style(scheme: str) -> dict:
+    """color, marker and legend label of a scheme; unknown schemes get a stable spare."""
+    if scheme in SCHEME_STYLE:
+        return dict(SCHEME_STYLE[scheme])
+    color, marker = _SPARE[sum(map(ord, scheme)) % len(_SPARE)]
+    return {"color": color, "marker": marker, "label": scheme}
+
+
+def scheme_sort_key(scheme: str):
+    return (SCHEME_ORDER.index(scheme) if scheme in SCHEME_ORDER else len(SCHEME_ORDER), scheme)
+
+
+@contextmanager
+def paper_style():
+    with plt.rc_context(RC):
+        yield
+
+
+def new_figure(size=FIG_SIZE):
+    fig, ax = plt.subplots(figsize=size, constrained_layout=True)
+    return fig, ax
+
+
+def note_dilation(ax, s: float | None) -> None:
+    """Say on the figure that it was emulated with time dilation s (results in real time):
+    small grey text under the axes' right end, clear of the data and the x label."""
+    if s and float(s) != 1.0:
+        ax.annotate(f"time dilation s = {float(s):g}", xy=(1.0, 0.0), xycoords="axes fraction",
+                    xytext=(0, -27), textcoords="offset points", ha="right", va="top",
+                    fontsize=6, color="#555555")
+
+
+def legend_above(ax, title: str) -> None:
+    """Legend in a strip between the title and the axes (lines never hide it), in as many
+    rows as needed at two entries per row."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        ax.set_title(title)
+        return
+    ncol = 2 if len(handles) > 1 else 1
+    rows = -(-len(handles) // ncol)
+    ax.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol,
+              borderaxespad=0.3, handlelength=1.8, columnspacing=1.0)
+    ax.set_title(title, pad=6 + 9.5 * rows)
+
+
+def save(fig, stem, formats=("pdf", "png")) -> list:
+    """Write stem.pdf / stem.png; returns the paths."""
+    from pathlib import Path
+    out = []
+    for f in formats:
+        p = Path(f"{stem}.{f}")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(p, format=f)
+        out.append(p)
+    return out
