@@ -235,3 +235,19 @@ def capacity_drop_warnings(drops: dict[str, tuple[int, int]], max_util: dict[str
                        f"CPU while its busiest shaped link peaked at {100 * util:.0f}% of its "
                        f"rate; raise time_dilation (or run fewer switches per core)")
     return out
+
+
+def qdisc_root_stats(tc_json: str, devs=None) -> dict[str, dict]:
+    """Root qdisc counters per device from ``tc -s -j qdisc show``: the htb root counts the
+    frames its leaf queue dropped (queue full at the bottleneck), which the interface
+    statistics do not."""
+    import json
+    out = {}
+    for q in json.loads(tc_json or "[]"):
+        dev = q.get("dev")
+        if not q.get("root") or dev is None or (devs is not None and dev not in devs):
+            continue
+        out[dev] = {"kind": q.get("kind"), "sent_bytes": q.get("bytes", 0),
+                    "sent_packets": q.get("packets", 0), "drops": q.get("drops", 0),
+                    "overlimits": q.get("overlimits", 0)}
+    return out

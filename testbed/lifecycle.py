@@ -219,6 +219,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             app.start()
             _wait_for_app(app, ctx, opts, log)
             state["phase"] = "collect"
+            state["qdisc"] = _qdisc_stats(net, graph)
             state["app"] = app.collect()
             errors = state["app"].get("errors") or {}
             if driver.error:
@@ -252,6 +253,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 extra={"time_dilation": s, "counters": state.get("counters"),
                        "switch_load": state.get("switch_load"),
                        "switch_drops": state.get("switch_drops"),
+                       "qdisc": state.get("qdisc"),
                        "bandwidth_changes": state.get("bandwidth_changes")})
             results.write_json(run_dir / "summary.json", summary)
             for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
@@ -354,6 +356,31 @@ def _wait_for_app(app, ctx, opts, log) -> None:
     finally:
         if view:
             view.__exit__(None, None, None)
+
+
+def _qdisc_stats(net, graph) -> dict[str, dict]:
+    """Per shaped interface, its root qdisc's counters (bottleneck queue drops)."""
+    import subprocess
+    names = {i.name for sw in net.switches for i in sw.intfList() if i.name != "lo"}
+    p = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True)
+    out = counters.qdisc_root_stats(p.stdout, names) if p.returncode == 0 else {}
+    for h in net.hosts:
+        intf = h.defaultIntf().name
+        out.update(counters.qdisc_root_stats(_host_qdisc_json(h, intf), {intf}))
+    return out
+
+
+def _host_qdisc_json(host, intf: str) -> str:
+    """`tc -j qdisc show dev X` omits "dev"; add it so one parser serves both."""
+    import json
+    text = host.cmd(f"tc -s -j qdisc show dev {intf}").strip()
+    try:
+        qs = json.loads(text[text.index("["):])
+    except ValueError:
+        return "[]"
+    for q in qs:
+        q.setdefault("dev", intf)
+    return json.dumps(qs)
 
 
 def _switch_drops(run_dir: Path, graph) -> dict[str, tuple[int, int]]:

@@ -193,3 +193,14 @@ def test_capacity_drop_warning_only_when_links_were_not_the_limit():
     assert w.startswith("switch s1 limited the run") and "19.0%" in w
     # the same drops on a switch whose link ran at its rate: the link was the limit
     assert counters.capacity_drop_warnings({"s1": (37098, 8683)}, {"s1": 0.95}) == []
+
+
+def test_qdisc_root_stats_keeps_root_qdiscs_of_named_devices():
+    text = json.dumps([
+        {"kind": "htb", "handle": "5:", "dev": "g1-eth2", "root": True, "bytes": 9000, "packets": 6,
+         "drops": 4, "overlimits": 30},
+        {"kind": "pfifo", "handle": "10:", "dev": "g1-eth2", "parent": "5:1", "bytes": 9000,
+         "packets": 6, "drops": 4},
+        {"kind": "pfifo_fast", "handle": "0:", "dev": "eth0", "root": True, "drops": 0}])
+    assert counters.qdisc_root_stats(text, {"g1-eth2"}) == {
+        "g1-eth2": {"kind": "htb", "sent_bytes": 9000, "sent_packets": 6, "drops": 4, "overlimits": 30}}
