@@ -32,6 +32,12 @@ class RunContext:
     record: object              # testbed.cleanup.RunRecord: register every process started
     iterations: int | None
     duration_s: float | None
+    backend: str = "softswitch"  # for runtime clients only; apps never branch on it
+
+    def client(self, switch: str):
+        """The runtime client of one switch (simple_switch_CLI language, either backend)."""
+        from testbed.backends import client_for
+        return client_for(self.backend, self.net[switch].thrift_port)
 
 
 @dataclass

@@ -213,7 +213,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             ctx = apps.RunContext(net=net, graph=graph, scenario=scn, run_dir=run_dir,
                                   events_dir=run_dir / "events", record=record,
                                   iterations=scn.iterations,
-                                  duration_s=scn.duration_s * s if scn.duration_s else None)
+                                  duration_s=scn.duration_s * s if scn.duration_s else None,
+                                  backend=backend)
             app.setup(ctx)
             driver.start()
             app.start()
