@@ -86,12 +86,12 @@ def start_servers(specs):
     return servers, threads, results
 
 
-def ps_run(g, shards, iterations=2):
+def ps_run(g, shards, iterations=2, chunk=16384):
     servers, threads, stats = start_servers([(len(g), None, 0)] * shards)
     addrs = [(LO, s.address[1]) for s in servers]
 
     def worker(r):
-        c = PSClient(addrs, r, timeout_s=5)
+        c = PSClient(addrs, r, timeout_s=5, chunk_values=chunk)
         res = [c.allreduce(g[r] * (it + 1), it) for it in range(iterations)]
         c.close()
         return res
@@ -117,11 +117,13 @@ def test_ps_sum_matches_numpy_and_is_identical_everywhere(w, n, shards):
     assert sum(s["bytes_received"] for s in stats) == 2 * w * 4 * n + fr.HEADER.size * (w * shards * 4)
 
 
-def test_ps_shards_give_the_same_bits_as_one_server():
+def test_ps_shards_and_chunks_give_the_same_bits_as_one_server():
     g = grads(5, 4099, seed=3)
     one, _ = ps_run(g, 1, iterations=1)
     three, _ = ps_run(g, 3, iterations=1)
-    assert np.array_equal(one[0][0], three[0][0])
+    chunked, stats = ps_run(g, 2, iterations=2, chunk=100)   # many chunks in flight
+    assert np.array_equal(one[0][0], three[0][0]) and np.array_equal(one[0][0], chunked[4][0])
+    assert [s["iterations"] for s in stats] == [2, 2]
 
 
 def test_shard_bounds_cover_the_tensor():
@@ -146,7 +148,8 @@ def test_hier_ps_sums_locally_then_globally():
 
     def worker(r):
         dc, child = plan.local_rank(r)
-        c = PSClient([(LO, servers[1 + plan.server_rank(dc)].address[1])], child, timeout_s=5)
+        c = PSClient([(LO, servers[1 + plan.server_rank(dc)].address[1])], child, timeout_s=5,
+                     chunk_values=500)
         res = c.allreduce(g[r], 0)
         c.close()
         return res
@@ -158,8 +161,8 @@ def test_hier_ps_sums_locally_then_globally():
     for r in range(len(g)):
         assert np.array_equal(out[r], ref)
     close_to_numpy(out[0], g)
-    # only one partial sum per datacenter reached the global server
-    assert stats[0]["bytes_received"] == 3 * (4 * 3001 + fr.HEADER.size) + 3 * fr.HEADER.size * 2
+    # only one partial sum per datacenter reached the global server (7 chunks of <= 500)
+    assert stats[0]["bytes_received"] == 3 * (4 * 3001 + 7 * fr.HEADER.size) + 3 * fr.HEADER.size * 2
 
 
 def test_hier_plan_rejects_a_global_dc_without_workers():

@@ -1,10 +1,11 @@
 """Parameter server over TCP (MXNet-like baseline), BSP.
 
 Server side: `AggregationServer` accepts its children (workers, or lower servers in
-hier-ps), then each iteration receives one DATA frame from every child, sums them in
+hier-ps), then for every chunk of the tensor receives it from every child, sums them in
 float32 in child-rank order (deterministic: the same inputs give the same bits every
-run), optionally pushes that partial sum to an upstream server and waits for its RESULT
-(hier-ps), and returns the sum to every child. With k shards, k servers each own one
+run), optionally pushes that partial sum to an upstream server and relays its RESULT
+(hier-ps), and returns the sum to every child; chunks stream, so pulling chunk j
+overlaps pushing chunk j+1 (as MXNet's PS splits large tensors into keys). With k shards, k servers each own one
 contiguous range of the tensor (`shard_bounds`) and workers talk to all of them at once.
 
 Worker side: `PSClient.allreduce(vec, iteration) -> summed vec`.
@@ -18,13 +19,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from workers import framing as fr
+
+# 64 KiB per frame: small enough that push and pull overlap, big enough that per-frame
+# Python overhead stays far below the transfer time at the testbed's rates
+DEFAULT_CHUNK_VALUES = 16384
 
 
 def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:
@@ -48,8 +55,30 @@ def sum_in_order(parts: list[np.ndarray]) -> np.ndarray:
     return acc
 
 
+def chunk_bounds(lo: int, hi: int, chunk_values: int) -> list[tuple[int, int]]:
+    """The range lo..hi cut into pieces of at most chunk_values (at least one piece)."""
+    if chunk_values < 1:
+        raise ValueError(f"chunk size must be >= 1 value (got {chunk_values})")
+    return [(a, min(a + chunk_values, hi)) for a in range(lo, hi, chunk_values)] or [(lo, hi)]
+
+
+def chunk_tag(iteration: int, chunk: int) -> int:
+    return (iteration << 24) | chunk
+
+
+class _Failure:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
 class AggregationServer:
-    """Sums DATA frames of `children` children per iteration (see module doc)."""
+    """Sums the DATA frames of `children` children frame by frame (see module doc).
+
+    Streaming: each child sends its range as a sequence of chunks; the server sums chunk j
+    as soon as every child's chunk j is in and sends it back (or up) while later chunks
+    still arrive, so pushing and pulling overlap on the links as in MXNet's key slicing.
+    Threads: a reader per child, a sender per child, the summing loop; with an upstream, a
+    sender and a reader towards it. The first error closes every connection (no hangs)."""
 
     def __init__(self, host: str, port: int, children: int, timeout_s: float = 60.0,
                  upstream: tuple[str, int] | None = None, rank: int = 0, name: str = "ps",
@@ -65,6 +94,8 @@ class AggregationServer:
         self.up: fr.Channel | None = None
         self.iterations = 0
         self.aggregate_s = 0.0   # time spent summing (CPU), for the summary
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
 
     def serve(self) -> dict:
         try:
@@ -74,15 +105,116 @@ class AggregationServer:
                 self.up = fr.connect(h, p, f"{self.name}: upstream server {h}:{p}", self.timeout_s,
                                      self.accept_timeout_s)
                 self.up.send(fr.HELLO, self.rank)
-            with ThreadPoolExecutor(self.children) as pool:
-                while self._one_iteration(pool):
-                    self.iterations += 1
+            self._run()
+            if self.error:
+                raise self.error
             if self.up:
                 self.up.send(fr.BYE, self.iterations)
             stats = self.stats()   # before close: TCP_INFO needs the sockets open
         finally:
             self.close()
         return stats
+
+    def _fail(self, e: BaseException) -> None:
+        with self._lock:
+            if self.error is None:
+                self.error = e
+        self.close()   # unblocks every thread stuck in send or recv
+
+    def _thread(self, fn, *args) -> threading.Thread:
+        def body():
+            try:
+                fn(*args)
+            except BaseException as e:   # reported by serve(); peers see their sockets close
+                self._fail(e)
+        t = threading.Thread(target=body, daemon=True)
+        t.start()
+        return t
+
+    def _run(self) -> None:
+        n = self.children
+        q_in = [queue.Queue() for _ in range(n)]
+        q_out = [queue.Queue() for _ in range(n)]
+        up_out, pending = queue.Queue(), queue.Queue()
+        threads = [self._thread(self._reader, c, q) for c, q in zip(self.chans, q_in)]
+        threads += [self._thread(self._sender, c, q) for c, q in zip(self.chans, q_out)]
+        if self.up:
+            threads.append(self._thread(self._sender, self.up, up_out))
+            threads.append(self._thread(self._up_reader, pending, q_out))
+        try:
+            while self.error is None:
+                frames = [self._get(q) for q in q_in]
+                if frames is None or any(f is None for f in frames):
+                    break
+                kinds = {k for k, _, _ in frames}
+                if kinds == {fr.BYE}:
+                    break
+                tags, sizes = {t for _, t, _ in frames}, {a.size for _, _, a in frames}
+                if len(kinds) != 1 or kinds & {fr.BYE} or len(tags) != 1 or len(sizes) != 1:
+                    raise fr.PeerError(
+                        f"{self.name}: children out of step in iteration {self.iterations} (kinds "
+                        f"{sorted(kinds)}, tags {sorted(tags)}, sizes {sorted(sizes)}): same scenario "
+                        f"everywhere? a child that ended early stops the whole job")
+                kind, tag = kinds.pop(), tags.pop()
+                t0 = time.perf_counter()
+                total = sum_in_order([a for _, _, a in frames])
+                self.aggregate_s += time.perf_counter() - t0
+                if self.up:
+                    pending.put(tag)
+                    up_out.put((kind, tag, total))
+                else:
+                    for q in q_out:
+                        q.put((fr.RESULT, tag, total))
+                if kind == fr.DATA_END:
+                    self.iterations += 1
+        except BaseException as e:
+            self._fail(e)
+        pending.put(None)
+        up_out.put(None)
+        for q in q_out:
+            q.put(None)
+        for t in threads[n:]:   # senders drain what is queued; readers are done or closed
+            t.join()
+
+    def _get(self, q: queue.Queue):
+        while True:
+            try:
+                item = q.get(timeout=0.2)
+            except queue.Empty:
+                if self.error is not None:
+                    return None
+                continue
+            if isinstance(item, _Failure):
+                raise item.error
+            return item
+
+    def _reader(self, ch: fr.Channel, q: queue.Queue) -> None:
+        while True:
+            try:
+                f = ch.recv(what="DATA or BYE")
+            except BaseException as e:
+                q.put(_Failure(e))
+                return
+            q.put(f)
+            if f[0] == fr.BYE:
+                return
+
+    def _sender(self, ch: fr.Channel, q: queue.Queue) -> None:
+        while True:
+            item = q.get()
+            if item is None or self.error is not None:
+                return
+            ch.send(*item)
+
+    def _up_reader(self, pending: queue.Queue, q_out: list) -> None:
+        while True:
+            tag = pending.get()
+            if tag is None or self.error is not None:
+                return
+            _, _, total = self.up.recv(fr.RESULT, tag, what=f"the global sum of chunk {tag & 0xFFFFFF} "
+                                                            f"of iteration {tag >> 24}")
+            for q in q_out:
+                q.put((fr.RESULT, tag, total))
 
     def stats(self) -> dict:
         chans = [c for c in self.chans if c] + ([self.up] if self.up else [])
@@ -108,26 +240,6 @@ class AggregationServer:
             self.chans[rank] = ch
         self.lsock.close()
 
-    def _one_iteration(self, pool) -> bool:
-        frames = list(pool.map(lambda c: c.recv(what="DATA or BYE"), self.chans))
-        kinds = {k for k, _, _ in frames}
-        if kinds == {fr.BYE}:
-            return False
-        tags = {t for _, t, _ in frames}
-        if kinds != {fr.DATA} or len(tags) != 1 or {a.size for _, _, a in frames}.__len__() != 1:
-            raise fr.PeerError(f"{self.name}: children out of step in iteration {self.iterations} "
-                               f"(kinds {sorted(kinds)}, iterations {sorted(tags)}, sizes "
-                               f"{sorted({a.size for _, _, a in frames})}): same scenario everywhere?")
-        tag = tags.pop()
-        t0 = time.perf_counter()
-        total = sum_in_order([a for _, _, a in frames])
-        self.aggregate_s += time.perf_counter() - t0
-        if self.up:
-            self.up.send(fr.DATA, tag, total)
-            _, _, total = self.up.recv(fr.RESULT, tag, what=f"the global sum of iteration {tag}")
-        list(pool.map(lambda c: c.send(fr.RESULT, tag, total), self.chans))
-        return True
-
     def close(self) -> None:
         try:
             self.lsock.close()
@@ -139,33 +251,51 @@ class AggregationServer:
 
 
 class PSClient:
-    """A worker's side: push its gradient to the shard servers, pull the sums back."""
+    """A worker's side: stream its gradient to the shard servers in chunks of at most
+    chunk_values while the sums of earlier chunks stream back."""
 
     def __init__(self, servers: list[tuple[str, int]], rank: int, timeout_s: float = 60.0,
-                 connect_timeout_s: float | None = None, name: str = "worker"):
+                 connect_timeout_s: float | None = None, name: str = "worker",
+                 chunk_values: int = DEFAULT_CHUNK_VALUES):
         if not servers:
             raise ValueError("PSClient needs at least one server")
+        self.chunk_values = chunk_values
         self.chans = [fr.connect(h, p, f"{name}: server {h}:{p}", timeout_s, connect_timeout_s)
                       for h, p in servers]
         for c in self.chans:
             c.send(fr.HELLO, rank)
-        self.pool = ThreadPoolExecutor(len(servers)) if len(servers) > 1 else None
+        self.pool = ThreadPoolExecutor(2 * len(servers))
 
     def allreduce(self, vec: np.ndarray, iteration: int) -> np.ndarray:
         vec = np.ascontiguousarray(vec, dtype=np.float32)
-        bounds = shard_bounds(vec.size, len(self.chans))
+        out = np.empty_like(vec)
+        jobs = []
+        for ch, (lo, hi) in zip(self.chans, shard_bounds(vec.size, len(self.chans))):
+            pieces = chunk_bounds(lo, hi, self.chunk_values)
+            jobs.append(self.pool.submit(self._push, ch, vec, pieces, iteration))
+            jobs.append(self.pool.submit(self._pull, ch, out, pieces, iteration))
+        try:
+            for j in jobs:
+                j.result()
+        except BaseException:
+            for c in self.chans:   # unblock the other jobs; this client is finished anyway
+                c.close()
+            raise
+        return out
 
-        def exchange(i: int) -> np.ndarray:
-            lo, hi = bounds[i]
-            self.chans[i].send(fr.DATA, iteration, vec[lo:hi])
-            _, _, out = self.chans[i].recv(fr.RESULT, iteration, what=f"the sum of iteration {iteration}")
-            if out.size != hi - lo:
-                raise fr.PeerError(f"{self.chans[i].peer}: result has {out.size} values, expected {hi - lo}")
-            return out
+    @staticmethod
+    def _push(ch, vec, pieces, iteration) -> None:
+        for j, (a, b) in enumerate(pieces):
+            ch.send(fr.DATA_END if j == len(pieces) - 1 else fr.DATA, chunk_tag(iteration, j), vec[a:b])
 
-        if self.pool is None:
-            return exchange(0).copy()
-        return np.concatenate(list(self.pool.map(exchange, range(len(self.chans)))))
+    @staticmethod
+    def _pull(ch, out, pieces, iteration) -> None:
+        for j, (a, b) in enumerate(pieces):
+            _, _, got = ch.recv(fr.RESULT, chunk_tag(iteration, j),
+                                what=f"the sum of chunk {j} of iteration {iteration}")
+            if got.size != b - a:
+                raise fr.PeerError(f"{ch.peer}: result has {got.size} values, expected {b - a}")
+            out[a:b] = got
 
     @property
     def bytes_sent(self) -> int:
@@ -187,8 +317,7 @@ class PSClient:
             except fr.PeerError:
                 pass   # the server is gone already; nothing left to tell it
             c.close()
-        if self.pool:
-            self.pool.shutdown()
+        self.pool.shutdown(wait=False)
 
 
 def _addr(s: str) -> tuple[str, int]:

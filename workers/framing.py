@@ -29,6 +29,7 @@ HELLO = 1      # first frame on a connection: tag = sender's rank
 DATA = 2       # a (partial) gradient going up / around
 RESULT = 3     # an aggregated result coming back down
 BYE = 4        # orderly end: the receiver stops waiting for more
+DATA_END = 5   # the last DATA chunk of an iteration
 
 MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
 
@@ -121,6 +122,12 @@ class Channel:
         return segs_out, retrans
 
     def close(self) -> None:
+        # shutdown first: it wakes a thread blocked in recv on this socket and sends FIN now
+        # (a bare close() waits for that thread's system call to return)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         try:
             self.sock.close()
         except OSError:
