@@ -187,20 +187,32 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     state = {"complete": False, "reason": "not started", "health": None, "app": None,
              "warnings": list(plan.warnings), "phase": "bring-up"}
     t_start = time.monotonic()
+    timings: dict[str, float] = {}
+    last = [t_start]
+
+    def mark(phase: str) -> None:
+        now = time.monotonic()
+        timings[phase] = round(timings.get(phase, 0.0) + now - last[0], 3)
+        last[0] = now
+
     net = sampler = driver = None
     with _Signals() as sig:
         try:
             net = bring_up(graph, backend, plan, scn, run_dir, record)
+            mark("bring-up")
             state["phase"] = "control plane"
             push_control_plane(net, graph, backend, table_commands(graph))
+            mark("control plane")
             state["phase"] = "health check"
             state["health"] = health.health_check(net, graph)
             state["warnings"] += state["health"]["warnings"]
             _log_health(state["health"], log)
+            mark("health check")
             if opts.cli:
                 from mininet.cli import CLI
                 log("Mininet CLI: exit it (Ctrl-D) to start the workload")
                 CLI(net)
+                mark("cli")
             state["phase"] = "workload"
             shaped = {sw.node: {} for sw in plan.intfs if not sw.is_host}
             for sh in plan.intfs:
@@ -219,6 +231,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             driver.start()
             app.start()
             _wait_for_app(app, ctx, opts, log)
+            mark("workload")
             state["phase"] = "collect"
             state["qdisc"] = _qdisc_stats(net, graph)
             state["app"] = app.collect()
@@ -235,7 +248,9 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             raise
         finally:
             sig.shield()
+            mark(state["phase"])   # the phase an error or interrupt cut short
             _teardown(app, sampler, driver, net, record, state, log)
+            mark("teardown")
             if sampler is not None:
                 state["counters"] = {"samples": sampler.samples, "totals": sampler.totals()}
                 state["switch_load"] = {sw: {"peak_cpu_pct": round(c, 1), "util_at_peak": round(u, 3),
@@ -255,6 +270,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                        "switch_load": state.get("switch_load"),
                        "switch_drops": state.get("switch_drops"),
                        "qdisc": state.get("qdisc"),
+                       "phase_seconds": timings,
                        "bandwidth_changes": state.get("bandwidth_changes")})
             results.write_json(run_dir / "summary.json", summary)
             for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
