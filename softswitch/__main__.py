@@ -2,7 +2,7 @@
 
     python3 -m softswitch PROGRAM.p4 -i 1@s1-eth1 -i 2@s1-eth2 --device-id N [--thrift-port P]
         [--log-console | --log-file F] [--pcap DIR] [-D NAME=VALUE] [-I DIR]
-        [--link-emu PORT:delay_ms=D,jitter_ms=J,loss_pct=L[,seed=S]] [--trace]
+        [--link-emu PORT:delay_ms=D,jitter_ms=J,loss_pct=L[,seed=S]] [--trace] [--stats-file F]
 
 One thread runs one selectors loop over the AF_PACKET ports, the control server's sockets,
 a timerfd for the link-emulation delay lines and a signal wake-up socket. One thread means
@@ -170,6 +170,26 @@ class SwitchLoop:
         self.selector.close()
 
 
+def final_stats(loop: SwitchLoop, switch) -> dict:
+    """Counters of a finished run: what the testbed reports as switch drops comes from here
+    (pipeline drops, kernel receive-buffer drops, link-emulation losses)."""
+    return {
+        "packets_in": loop.packets_in,
+        "pipeline": dict(getattr(switch, "stats", {})),
+        "ports": {n: p.counters() for n, p in loop.ports.items()},
+        "link_emu": {n: line.counters() for n, line in loop.linkem.lines.items()} if loop.linkem else {},
+        "unknown_egress_port_drops": loop.tx_unknown_port,
+    }
+
+
+def write_stats(path: str, stats: dict) -> None:
+    import json
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(stats, f, indent=1, sort_keys=True, default=str)
+    os.replace(tmp, path)   # readers never see half a file
+
+
 def install_signal_wakeup(loop: SwitchLoop) -> socket.socket:
     """SIGTERM/SIGINT stop the loop; a wake-up socket makes select() return at once."""
     rsock, wsock = socket.socketpair()
@@ -212,6 +232,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--link-emu", action="append", default=[], metavar="PORT:delay_ms=D,...",
                    help="user-space delay/jitter/loss on egress PORT (for kernels without netem)")
     p.add_argument("--trace", action="store_true", help="log every packet in and out")
+    p.add_argument("--stats-file", metavar="F",
+                   help="on exit, write packet counters (pipeline, ports, link emulation) to F as JSON")
     return p.parse_args(argv)
 
 
@@ -337,11 +359,12 @@ def main(argv=None) -> int:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(profile_path)
-        counters = {n: p.counters() for n, p in ports.items()}
+        final = final_stats(loop, switch)
         log.info("stopping: packets_in %d, stats %s, ports %s, link-emu %s, unknown egress port drops %d",
-                 loop.packets_in, getattr(switch, "stats", {}), counters,
-                 {n: l.counters() for n, l in loop.linkem.lines.items()} if loop.linkem else {},
-                 loop.tx_unknown_port)
+                 final["packets_in"], final["pipeline"], final["ports"], final["link_emu"],
+                 final["unknown_egress_port_drops"])
+        if args.stats_file:
+            write_stats(args.stats_file, final)
         close = getattr(server, "close", None)
         if close:
             close()

@@ -194,20 +194,39 @@ class SoftSwitch(ProcessSwitch):
 
     Options: program (.p4 path), defines {NAME: VALUE}, include_dirs, device_id, thrift_port
     (default: a free localhost port; read it back from .thrift_port), log_file, pcap_dir,
-    link_emu {port: {delay_ms, jitter_ms, loss_pct, seed, reorder, limit} or LinkEmuConfig}, trace.
+    link_emu {port: {delay_ms, jitter_ms, loss_pct, seed, reorder, limit} or LinkEmuConfig}, trace,
+    stats_file (default: next to the log file; read_stats() after stop()).
     """
 
-    def __init__(self, name, include_dirs=(), trace: bool = False, **params):
+    def __init__(self, name, include_dirs=(), trace: bool = False, stats_file: str | None = None, **params):
         ProcessSwitch.__init__(self, name, **params)
         self.include_dirs = tuple(include_dirs)
         self.trace = trace
+        # Written by the process when it stops: pipeline, port and link-emulation counters.
+        self.stats_file = stats_file or os.path.splitext(self.log_file)[0] + ".stats.json"
+
+    def launch(self) -> None:
+        try:
+            os.unlink(self.stats_file)   # a previous run's counters must not pass for this one's
+        except FileNotFoundError:
+            pass
+        ProcessSwitch.launch(self)
+
+    def read_stats(self) -> dict | None:
+        """The counters the stopped switch wrote (None before it has stopped cleanly)."""
+        import json
+        try:
+            with open(self.stats_file) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "softswitch", self.program]
         for number, ifname in sorted(self.port_map().items()):
             cmd += ["-i", f"{number}@{ifname}"]
         cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
-                "--log-file", self.log_file]
+                "--log-file", self.log_file, "--stats-file", self.stats_file]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         for name, value in self.defines.items():

@@ -210,6 +210,11 @@ def test_line_of_three_ping_iperf_link_emulation_pcap_and_clean_sigterm(netctl, 
         with pytest.raises(ProcessLookupError):
             os.kill(proc.pid, 0)
         assert "stopping" in open(log).read()
+    # Counters written on exit: what went through, and what the emulated link carried.
+    stats1, stats2 = net["xs1"].read_stats(), net["xs2"].read_stats()
+    assert stats1["ports"]["1"]["rx_packets"] >= 26 and stats1["ports"]["2"]["tx_packets"] >= 26
+    assert stats2["link_emu"]["3"]["sent"] >= 13 and stats2["link_emu"]["3"]["lost"] == 0
+    assert stats1["pipeline"]["packets_in"] == stats1["packets_in"]
     # pcaps were flushed on SIGTERM: xs1 saw the ICMP requests from xh1 on port 1.
     from softswitch.pcap import read_pcap
     frames_in = [f for _, f in read_pcap(str(tmp_path / "pcap" / "xs1-eth1_in.pcap"))]

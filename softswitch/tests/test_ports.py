@@ -337,7 +337,9 @@ def _wait_ready(proc, timeout=30):
 def test_process_serves_control_port_and_exits_cleanly_on_signal(sig):
     from softswitch.client import SoftswitchClient
     port = _free_port()
-    proc = _start(os.path.join(REPO, "p4", "forward.p4"), "--thrift-port", str(port), "--device-id", "7")
+    stats_file = f"/tmp/xp-stats-{os.getpid()}-{sig}.json"
+    proc = _start(os.path.join(REPO, "p4", "forward.p4"), "--thrift-port", str(port), "--device-id", "7",
+                  "--stats-file", stats_file)
     try:
         ready = _wait_ready(proc)
         assert f"control port 127.0.0.1:{port}" in ready and "device 7" in ready
@@ -350,6 +352,11 @@ def test_process_serves_control_port_and_exits_cleanly_on_signal(sig):
         assert proc.wait(10) == 0
         rest = proc.stderr.read()
         assert "stopping" in rest and "Traceback" not in rest
+        import json
+        with open(stats_file) as f:
+            stats = json.load(f)
+        assert stats["packets_in"] == 0 and stats["ports"] == {} and "pipeline" in stats
+        os.unlink(stats_file)
     finally:
         if proc.poll() is None:
             proc.kill()
