@@ -1,0 +1,167 @@
+"""analysis/figures.py and analysis/report.py from the stored results fixture
+(tests/data/results_fixture: two small synthetic sweeps in the results format)."""
+import shutil
+from pathlib import Path
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pytest
+
+from analysis import figures as F
+from analysis.report import ReportError, SweepReport, load_table, make_report, run_jobs
+from analysis.rundata import RunData
+from analysis.style import SCHEME_STYLE, scheme_style
+
+FIXTURE = Path(__file__).parent / "data" / "results_fixture"
+
+
+@pytest.fixture()
+def results(tmp_path):
+    """A writable copy of the fixture (reports write figures next to the results)."""
+    dst = tmp_path / "results"
+    shutil.copytree(FIXTURE, dst, ignore=shutil.ignore_patterns("figures", "report.md"))
+    return dst
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def series_line(ax, label):
+    """The data line of the errorbar series with this legend label."""
+    (c,) = [c for c in ax.containers if c.get_label() == label]
+    return c.lines[0]
+
+
+def legend_texts(ax):
+    leg = ax.get_legend()
+    return [t.get_text() for t in leg.get_texts()] if leg else []
+
+
+def figs_by_name(folder):
+    rep = SweepReport(folder)
+    return {j.name: j.make() for j in rep.jobs()}
+
+
+def test_sweep_report_writes_every_supported_figure_as_pdf_and_png(results):
+    md = make_report(results / "sweep-bw")
+    names = ["speedup_vs_bandwidth_mbps", "wan_bytes_per_iteration", "goodput_over_time",
+             "accuracy_vs_time", "iteration_time_cdf"]
+    for n in names:
+        for ext in ("pdf", "png"):
+            f = results / "sweep-bw" / "figures" / f"{n}.{ext}"
+            assert f.is_file() and f.stat().st_size > 1000, f
+        assert (results / "sweep-bw" / "figures" / f"{n}.pdf").read_bytes().startswith(b"%PDF")
+        assert f"](figures/{n}.png)" in md.read_text()
+    text = md.read_text()
+    assert "| ps | 20 | 2/2 |" in text and "speedup vs ps" in text
+
+
+def test_speedup_figure_reads_back_labels_legend_and_paired_values(results):
+    fig = figs_by_name(results / "sweep-bw")["speedup_vs_bandwidth_mbps"]
+    ax = fig.axes[0]
+    assert ax.get_title() == "Speedup (time per iteration) vs WAN bandwidth"
+    assert ax.get_xlabel() == "WAN bandwidth (Mbps)" and ax.get_ylabel() == "Speedup over PS"
+    assert legend_texts(ax) == ["PS (baseline)", "Geo-INA"]
+    line = series_line(ax, "Geo-INA")
+    x, y = line.get_data()
+    # the plotted speedup is the mean over repetitions of ps time / geo-ina time, paired by repetition
+    rows = load_table(results / "sweep-bw" / "table.csv")
+    t = {(r["scheme"], r["wan.default.bandwidth_mbps"], r["repetition"]): r["iteration_time_mean_s"] for r in rows}
+    expect = [np.mean([t["ps", bw, k] / t["geo-ina", bw, k] for k in (0, 1)]) for bw in (20, 50)]
+    np.testing.assert_allclose(x, [20, 50])
+    np.testing.assert_allclose(y, expect, rtol=1e-9)
+    assert all(v > 1 for v in y)
+    assert mcolors.to_hex(line.get_color()) == SCHEME_STYLE["geo-ina"]["color"].lower()
+    assert line.get_marker() == SCHEME_STYLE["geo-ina"]["marker"]
+    assert any("time dilation s = 2" in t.get_text() for t in ax.texts)
+
+
+def test_time_series_figures_have_data_and_the_bandwidth_behind(results):
+    figs = figs_by_name(results / "sweep-strag")
+    ax = figs["goodput_over_time"].axes[0]
+    assert ax.get_title() == "Goodput over time"
+    assert ax.get_xlabel() == "Time (s)" and ax.get_ylabel() == "Goodput (Mbps)"
+    assert legend_texts(ax) == ["WAN bandwidth (bottleneck)", "PS", "Geo-INA"]
+    assert all(len(l.get_xdata()) >= 3 and np.all(np.asarray(l.get_ydata()) > 0) for l in ax.get_lines())
+    (area,) = ax.collections
+    ys = {round(float(v), 6) for p in area.get_paths() for v in p.vertices[:, 1]}
+    assert {50.0, 20.0} <= ys            # the schedule's two rates, in real-world Mbps
+    cdf = figs["iteration_time_cdf"].axes[0]
+    assert cdf.get_ylabel() == "CDF" and cdf.get_xlabel() == "Iteration time (s)"
+    assert legend_texts(cdf) == ["PS, no stragglers", "Geo-INA, no stragglers",
+                                 "PS, straggler probability 0.3", "Geo-INA, straggler probability 0.3"]
+    for l in cdf.get_lines():
+        y = np.asarray(l.get_ydata())
+        assert len(y) == 12 and y[-1] == pytest.approx(1.0) and np.all(np.diff(y) >= 0)
+    # stragglers shift PS's distribution right
+    lines = {l.get_label(): l for l in cdf.get_lines()}
+    assert np.median(lines["PS, straggler probability 0.3"].get_xdata()) > \
+        np.median(lines["PS, no stragglers"].get_xdata())
+    acc = figs["accuracy_vs_time"].axes[0]
+    assert acc.get_xlabel() == "Wall-clock time (s)" and acc.get_ylabel() == "Accuracy"
+    assert legend_texts(acc) == ["PS", "Geo-INA"]
+    assert all(len(l.get_xdata()) == 12 for l in acc.get_lines())
+
+
+def test_straggler_sweep_gets_speedup_and_iteration_time_vs_probability(results):
+    figs = figs_by_name(results / "sweep-strag")
+    ax = figs["speedup_vs_transient_probability"].axes[0]
+    assert ax.get_xlabel() == "Straggler probability"
+    ax2 = figs["iteration_time_mean_s_vs_transient_probability"].axes[0]
+    assert ax2.get_ylabel() == "Iteration time (s)" and legend_texts(ax2) == ["PS", "Geo-INA"]
+    assert len(ax2.containers) == 2
+    for c in ax2.containers:
+        assert list(c.lines[0].get_xdata()) == [0.0, 0.3]
+
+
+def test_wan_bytes_bars_by_scheme(results):
+    ax = figs_by_name(results / "sweep-bw")["wan_bytes_per_iteration"].axes[0]
+    assert ax.get_ylabel() == "WAN MB per iteration" and legend_texts(ax) == ["PS", "Geo-INA"]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == pytest.approx([2 * 2 * 4 * 65536 / 1e6, 2 * 1 * 4 * 65536 / 1e6], rel=1e-4)
+
+
+def test_scaling_and_metric_figures_from_rows():
+    rows = [{"status": "ok", "scheme": s, "repetition": r, "datacenters": [0] * n, "n_datacenters": n,
+             "iteration_time_mean_s": n * (1.0 if s == "ps" else 0.5) + 0.01 * r, "time_dilation": 1.0}
+            for s in ("ps", "ring") for n in (2, 3, 4) for r in (0, 1)]
+    fig = F.fig_speedup(rows, ["scheme", "datacenters"], "n_datacenters", "ps")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "Datacenters" and legend_texts(ax) == ["PS (baseline)", "Ring all-reduce"]
+    line = series_line(ax, "Ring all-reduce")
+    np.testing.assert_allclose(line.get_xdata(), [2, 3, 4])
+    assert np.all(np.asarray(line.get_ydata()) > 1.9)
+    assert not any(t.get_text() for t in ax.texts)          # no dilation note at s = 1
+    fig = F.fig_metric(rows, "n_datacenters", "iteration_time_mean_s")
+    ps = series_line(fig.axes[0], "PS")
+    np.testing.assert_allclose(ps.get_ydata(), [2.005, 3.005, 4.005])
+
+
+def test_single_run_report_and_errors(results):
+    run = next((results / "sweep-strag" / "points" / "p0001-r0").glob("*/*/summary.json")).parent
+    md = make_report(run, ["png"])
+    assert (run / "figures" / "goodput_over_time.png").is_file()
+    assert not (run / "figures" / "goodput_over_time.pdf").exists()
+    assert "| " + run.name + " | ps | True | 12 |" in md.read_text()
+    jobs = run_jobs([RunData.load(run)])
+    assert [j.name for j in jobs] == ["goodput_over_time", "iteration_time_cdf", "accuracy_vs_time"]
+    with pytest.raises(ReportError, match="use pdf, png or svg"):
+        make_report(run, ["gif"])
+    with pytest.raises(ReportError, match="neither a sweep"):
+        make_report(results / "sweep-bw" / "points")
+
+
+def test_paper_style_serif_fonts_and_fixed_scheme_styles():
+    fig = F.fig_cdf([("ps", "", [1.0, 2.0]), ("my-scheme", "", [1.5])])
+    ax = fig.axes[0]
+    assert ax.title.get_fontfamily()[0] in ("DejaVu Serif", "serif", "Times New Roman")
+    w, h = fig.get_size_inches()
+    assert w == pytest.approx(3.5)
+    # every known scheme distinct; an unknown one gets a stable style
+    colors = {v["color"] for v in SCHEME_STYLE.values()}
+    assert len(colors) == len(SCHEME_STYLE)
+    assert scheme_style("my-scheme") == scheme_style("my-scheme")

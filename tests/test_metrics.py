@@ -1,0 +1,199 @@
+"""analysis/metrics.py and analysis/rundata.py on synthetic event logs with known answers."""
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis import metrics as M
+from analysis.rundata import RunData
+
+FIXTURE = Path(__file__).parent / "data" / "results_fixture"
+
+
+def it(worker, i, ts, te, **kw):
+    return [{"event": "iteration_start", "t": ts, "worker": worker, "iteration": i},
+            dict({"event": "iteration_end", "t": te, "worker": worker, "iteration": i}, **kw)]
+
+
+def two_workers():
+    """w0 and w1, 3 iterations; w1 straggles in iteration 1; w0 also logged a 4th start."""
+    ev = []
+    ev += it("w0", 0, 10.0, 11.0, gradient_bytes=1000, compute_s=0.4)
+    ev += it("w1", 0, 10.1, 11.2, gradient_bytes=1000, compute_s=0.5)
+    ev += it("w0", 1, 11.2, 13.0, gradient_bytes=1000, compute_s=0.4)
+    ev += it("w1", 1, 11.2, 13.1, gradient_bytes=1000, compute_s=1.5)
+    ev += it("w0", 2, 13.1, 14.0, gradient_bytes=1000, compute_s=0.4)
+    ev += it("w1", 2, 13.1, 14.1, gradient_bytes=1000, compute_s=0.5)
+    ev += [{"event": "iteration_start", "t": 14.1, "worker": "w0", "iteration": 3},
+           {"event": "iteration_end", "t": 15.0, "worker": "w0", "iteration": 3, "gradient_bytes": 1000}]
+    return ev
+
+
+def test_job_iteration_time_is_slowest_end_minus_earliest_start_of_complete_iterations():
+    recs = M.iteration_records(two_workers())
+    assert len(recs) == 7
+    # iteration 3 only finished on w0: not a job iteration
+    assert [i for i, _, _ in M.job_iterations(recs)] == [0, 1, 2]
+    np.testing.assert_allclose(M.iteration_times(recs), [1.2, 1.9, 1.0])
+    np.testing.assert_allclose(M.iteration_times(recs, warmup=1), [1.9, 1.0])
+
+
+def test_compute_and_comm_times_from_fields_and_from_compute_end_events():
+    recs = [r for r in M.iteration_records(two_workers()) if r.iteration < 3]
+    comp, comm = M.compute_comm_times(recs)
+    assert sorted(comp) == pytest.approx(sorted([0.4, 0.5, 0.4, 1.5, 0.4, 0.5]))
+    r = next(r for r in recs if r.worker == "w1" and r.iteration == 1)
+    assert r.comm_s == pytest.approx(1.9 - 1.5)
+    # compute time from a compute_end event when the iteration_end does not carry it
+    ev = it("a", 0, 1.0, 3.0, gradient_bytes=8) + [{"event": "compute_end", "t": 1.25, "worker": "a", "iteration": 0}]
+    (rec,) = M.iteration_records(ev)
+    assert rec.compute_s == pytest.approx(0.25) and rec.comm_s == pytest.approx(1.75)
+    # a logged comm_s wins over the difference
+    (rec,) = M.iteration_records(it("a", 0, 1.0, 3.0, compute_s=0.5, comm_s=1.2))
+    assert rec.comm_s == pytest.approx(1.2)
+    # no start time: skipped, not guessed
+    assert M.iteration_records([{"event": "iteration_end", "t": 2.0, "worker": "a", "iteration": 0}]) == []
+
+
+def test_goodput_is_useful_bytes_over_communication_time_mean_over_workers():
+    recs = [r for r in M.iteration_records(two_workers()) if r.iteration < 3]
+    # w0: 3000 B over comm 0.6 + 1.4 + 0.5 = 2.5 s; w1: 3000 B over 0.6 + 0.4 + 0.5 = 1.5 s
+    expected = np.mean([8 * 3000 / 2.5, 8 * 3000 / 1.5])
+    assert M.goodput_bps(recs) == pytest.approx(expected)
+    # job goodput: all useful bytes over the makespan 10.0 -> 14.1
+    assert M.job_goodput_bps(recs) == pytest.approx(8 * 6000 / 4.1)
+    assert math.isnan(M.goodput_bps(M.iteration_records(it("a", 0, 1.0, 2.0, gradient_bytes=5))))
+
+
+def test_retransmissions_count_either_field_name():
+    ev = it("a", 0, 0, 1, retransmissions=3) + it("b", 0, 0, 1, retransmits=2) + it("c", 0, 0, 1)
+    assert M.retransmissions(M.iteration_records(ev)) == 5
+
+
+def test_goodput_over_time_spreads_bytes_over_the_iteration_and_keeps_the_total():
+    recs = M.iteration_records(it("a", 0, 100.0, 102.0, gradient_bytes=1000)
+                               + it("a", 1, 102.0, 102.5, gradient_bytes=1000))
+    t, bps = M.goodput_over_time(recs, window_s=1.0)
+    # [100,101): 500 B; [101,102): 500 B; [102,102.5]: 1000 B over the half second covered
+    np.testing.assert_allclose(t, [0.5, 1.5, 2.25])
+    np.testing.assert_allclose(bps, [4000.0, 4000.0, 16000.0])
+    widths = np.array([1.0, 1.0, 0.5])
+    assert float(np.sum(bps * widths) / 8) == pytest.approx(2000.0)
+    with pytest.raises(ValueError, match="window"):
+        M.goodput_over_time(recs, 0)
+
+
+def test_speedup_is_baseline_over_scheme():
+    assert M.speedup(2.0, 0.5) == 4.0
+    assert M.speedup(1.0, 2.0) == 0.5
+    assert math.isnan(M.speedup(1.0, 0.0)) and math.isnan(M.speedup(float("nan"), 1.0))
+
+
+def test_time_to_accuracy_first_report_at_or_above_target():
+    ev = [{"event": "iteration_end", "t": 11.0, "t_start": 10.0, "worker": "a", "iteration": 0, "accuracy": 0.5},
+          {"event": "iteration_end", "t": 11.1, "t_start": 10.0, "worker": "b", "iteration": 0, "accuracy": 0.5},
+          {"event": "iteration_end", "t": 12.0, "t_start": 11.0, "worker": "a", "iteration": 1, "accuracy": 0.79},
+          {"event": "eval", "t": 12.5, "accuracy": 0.81},
+          {"event": "iteration_end", "t": 13.0, "t_start": 12.0, "worker": "a", "iteration": 2, "accuracy": 0.9}]
+    series = M.accuracy_series(ev)
+    assert series == [(11.0, 0.5), (12.0, 0.79), (12.5, 0.81), (13.0, 0.9)]   # worker b's duplicate dropped
+    assert M.time_to_accuracy(series, 0.8, t0=10.0) == pytest.approx(2.5)
+    assert M.time_to_accuracy(series, 0.9, t0=10.0) == pytest.approx(3.0)
+    assert M.time_to_accuracy(series, 0.95, t0=10.0) is None
+
+
+def test_cdf_points_match_the_definition_and_numpy():
+    x, f = M.cdf_points([3.0, 1.0, 2.0, 2.0])
+    np.testing.assert_allclose(x, [1, 2, 2, 3])
+    np.testing.assert_allclose(f, [0.25, 0.5, 0.75, 1.0])
+    rng = np.random.default_rng(0)
+    v = rng.exponential(size=200)
+    x, f = M.cdf_points(v)
+    # F(x_k) is the fraction of values <= x_k (no ties in continuous draws)
+    np.testing.assert_allclose(f, [(v <= xk).mean() for xk in x])
+    x, f = M.cdf_points([])
+    assert len(x) == 0 and len(f) == 0
+
+
+def rows(intf, samples, field="tx_bytes", node="g1"):
+    base = {"rx_bytes": 0, "rx_packets": 0, "rx_dropped": 0, "tx_bytes": 0, "tx_packets": 0, "tx_dropped": 0}
+    return [dict(base, t_mono=str(t), node=node, intf=intf, **{field: str(v)}) for t, v in samples]
+
+
+def test_wan_bytes_per_iteration_from_counter_deltas_of_wan_interfaces_only():
+    r = rows("g1-eth2", [(0.0, 100), (0.1, 600), (0.2, 1100)]) + \
+        rows("g2-eth2", [(0.0, 0), (0.2, 900)], node="g2") + \
+        rows("g1-eth1", [(0.0, 0), (0.2, 10**9)])     # intra-DC: not counted
+    assert M.wan_bytes(r, ["g1-eth2", "g2-eth2"]) == 1000 + 900
+    assert M.wan_bytes_per_iteration(r, ["g1-eth2", "g2-eth2"], 4) == pytest.approx(475.0)
+    assert math.isnan(M.wan_bytes_per_iteration(r, ["g1-eth2"], 0))
+
+
+def test_link_utilization_uses_the_rate_in_force_at_each_sample():
+    # 1 Mbit per 0.1 s = 10 Mbps throughout; capacity 20 Mbps, then 10 Mbps from t = 0.25
+    r = rows("g1-eth2", [(0.0, 0), (0.1, 125_000), (0.2, 250_000), (0.3, 375_000)])
+    t, u = M.link_utilization(r, "g1-eth2", 20.0, [(0.25, 10.0)])
+    np.testing.assert_allclose(t, [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(u, [0.5, 0.5, 1.0])
+    assert M.capacity_at(0.0, 5.0, [(1.0, 7.0)]) == 5.0 and M.capacity_at(1.0, 5.0, [(1.0, 7.0)]) == 7.0
+
+
+def test_switch_drops_socket_overruns_plus_kernel_drops_on_switch_interfaces():
+    summary = {"switch_drops": {"g1": {"rx_frames": 10, "socket_drops": 4}, "g2": {"socket_drops": 1}}}
+    r = rows("g1-eth2", [(0, 2), (1, 5)], field="rx_dropped") + rows("h1-eth0", [(0, 0), (1, 50)], field="tx_dropped", node="h1")
+    assert M.switch_drops(summary) == 5
+    assert M.switch_drops(summary, r, ["g1", "g2"]) == 5 + 3       # the host's drops are not a switch's
+
+
+def test_mean_ci_is_the_normal_95_interval():
+    v = [1.0, 2.0, 4.0]
+    m, h = M.mean_ci(v)
+    assert m == pytest.approx(np.mean(v))
+    assert h == pytest.approx(1.96 * np.std(v, ddof=1) / np.sqrt(3))
+    assert M.mean_ci([5.0]) == (5.0, 0.0)
+    assert all(math.isnan(x) for x in M.mean_ci([]))
+
+
+def fixture_run(sweep="sweep-bw", point="p0000-r0") -> Path:
+    (run,) = [p.parent for p in (FIXTURE / sweep / "points" / point).glob("*/*/summary.json")]
+    return run
+
+
+def test_run_metrics_are_in_real_world_units():
+    """The fixture ran with time dilation 2: every duration halves, every rate doubles."""
+    run = RunData.load(fixture_run())
+    assert run.dilation == 2.0 and run.scheme == "ps" and run.n_workers == 4
+    emulated = M.iteration_times(run.records)
+    m = run.metrics(target_accuracy=0.8)
+    assert m["iteration_time_mean_s"] == pytest.approx(emulated.mean() / 2)
+    assert m["goodput_mbps"] == pytest.approx(M.goodput_bps(run.records) * 2 / 1e6)
+    assert m["iterations"] == 8 and m["retransmissions"] == 1
+    # the synthetic ps model: 2 workers' gradients (4 x 65536 B) cross the WAN each way
+    assert m["wan_bytes_per_iteration"] == pytest.approx(2 * 2 * 4 * 65536, abs=4)
+    # comm time of the model: 2 x 262144 B x 8 / 20 Mbps + RTT 91 ms (+ stagger of the waiting)
+    assert m["iteration_time_mean_s"] - m["compute_time_mean_s"] == pytest.approx(2 * 262144 * 8 / 20e6 + 0.091, abs=0.01)
+    # accuracy 0.9 - 0.5 exp(-i/4) first reaches 0.8 at iteration 7
+    t_acc, acc = run.accuracy_series()
+    assert m["time_to_accuracy_s"] == pytest.approx(t_acc[7]) and acc[6] < 0.8 <= acc[7]
+    assert m["complete"] is True
+
+
+def test_bandwidth_series_follows_the_schedule_in_real_units():
+    run = RunData.load(fixture_run("sweep-strag"))
+    (edge, (t, mbps)), = run.bandwidth_series().items()
+    assert edge == "g1-g2"
+    # schedule: 50 Mbps from 0, 20 Mbps from 1.5 s (real); the file holds emulated t and Mbps
+    assert list(mbps[:2]) == [50.0, 20.0] and t[1] == pytest.approx(1.5, abs=1e-6)
+
+
+def test_run_without_counters_or_graph_reports_nan_not_zero(tmp_path):
+    src = fixture_run()
+    dst = tmp_path / "run"
+    shutil.copytree(src, dst)
+    (dst / "counters.csv").unlink()
+    m = RunData.load(dst).metrics()
+    assert math.isnan(m["wan_bytes_per_iteration"])
+    with pytest.raises(FileNotFoundError, match="not a run's results folder"):
+        RunData.load(tmp_path)

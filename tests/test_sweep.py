@@ -1,0 +1,229 @@
+"""testbed/sweep_model.py and testbed/sweep.py with a fake runner (synthetic results, no root)."""
+import csv
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from testbed import sweep as S
+from testbed.sweep_model import SweepError, load_sweep, parse_sweep
+from tests.synthetic_runs import write_run
+
+BASE = Path(__file__).parent / "data" / "results_fixture" / "base.yaml"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def sweep_file(tmp_path, body: str) -> Path:
+    p = tmp_path / "sweep.yaml"
+    p.write_text(f"base: {BASE}\n" + body)
+    return p
+
+
+SMALL = """name: s
+axes:
+  scheme: [ps, geo-ina]
+  wan.default.bandwidth_mbps: [20, 50]
+repetitions: 2
+seeds: {policy: per-repetition, base: 5}
+quick: {axes: {wan.default.bandwidth_mbps: [20]}, repetitions: 1, set: [iterations=3]}
+"""
+
+
+class Runner:
+    """Counts calls; raises on chosen calls (by call number or by a parameter value)."""
+
+    def __init__(self, interrupt_at=None, fail_when=None):
+        self.calls = []
+        self.interrupt_at, self.fail_when = interrupt_at, fail_when
+
+    def __call__(self, scenario, overrides, out_root, log):
+        self.calls.append(list(overrides))
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        if self.fail_when and any(self.fail_when in o for o in overrides):
+            raise RuntimeError("switch s1 did not start\nlog tail: ...")
+        return write_run(out_root, scenario, overrides)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---------------------------------------------------------------- the sweep file
+
+def test_product_points_in_order_with_per_repetition_seeds(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL))
+    pts = sw.points(scenario_seed=1)
+    assert len(pts) == 8
+    assert [p.params for p in pts[:4]] == [
+        {"scheme": "ps", "wan.default.bandwidth_mbps": 20}, {"scheme": "ps", "wan.default.bandwidth_mbps": 50},
+        {"scheme": "geo-ina", "wan.default.bandwidth_mbps": 20}, {"scheme": "geo-ina", "wan.default.bandwidth_mbps": 50}]
+    assert [p.repetition for p in pts] == [0] * 4 + [1] * 4
+    assert {p.seed for p in pts[:4]} == {5} and {p.seed for p in pts[4:]} == {6}
+    assert len({p.point_id for p in pts}) == 8
+    assert pts[0].overrides() == ['scheme="ps"', "wan.default.bandwidth_mbps=20", "seed=5", "repetitions=1"]
+
+
+def test_fixed_seed_policy_defaults_to_the_scenario_seed(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, "name: s\naxes: {scheme: [ps]}\nrepetitions: 3\n"))
+    assert {p.seed for p in S.plan(sw)} == {1}          # base.yaml has seed: 1
+
+
+def test_zip_mode_pairs_values_and_crosses_scheme(tmp_path):
+    body = """name: s
+mode: zip
+axes:
+  scheme: [ps, geo-ina]
+  datacenters.0.workers_per_rack: [1, 2, 3]
+  datacenters.1.workers_per_rack: [1, 2, 3]
+"""
+    sw = load_sweep(sweep_file(tmp_path, body))
+    combos = sw.combinations()
+    assert len(combos) == 6
+    assert all(c["datacenters.0.workers_per_rack"] == c["datacenters.1.workers_per_rack"] for c in combos)
+    bad = body.replace("[1, 2, 3]\n", "[1, 2]\n", 1)
+    with pytest.raises(SweepError, match="equal-length"):
+        load_sweep(sweep_file(tmp_path, bad))
+
+
+def test_quick_variant_replaces_axes_and_repetitions_and_goes_to_its_own_folder(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL), quick=True)
+    pts = S.plan(sw)
+    assert len(pts) == 2 and all(p.params["wan.default.bandwidth_mbps"] == 20 for p in pts)
+    assert sw.fixed == ["iterations=3"] and S.sweep_folder(sw, tmp_path).name == "s-quick"
+
+
+@pytest.mark.parametrize("body, field", [
+    ("name: s\naxes: {scheme: [ps]}\nmode: grid\n", "mode"),
+    ("name: s\naxes: {scheme: []}\n", "axes.scheme"),
+    ("name: s\naxes: {scheme: [ps]}\nrepetitions: 0\n", "repetitions"),
+    ("name: s\naxes: {scheme: [ps]}\nseeds: {policy: random}\n", "seeds.policy"),
+    ("name: s\naxes: {scheme: [ps]}\ncolour: red\n", "colour"),
+    ("name: s\naxes: {scheme: [ps]}\nquick: {axes: {nope: [1]}}\n", "quick.axes.nope"),
+    ("name: s\naxes: {scheme: [ps]}\nfigures: [{kind: pie}]\n", "figures.0.kind"),
+])
+def test_bad_sweep_files_name_the_field(tmp_path, body, field):
+    with pytest.raises(SweepError) as e:
+        load_sweep(sweep_file(tmp_path, body), quick=True)
+    assert f": {field}: " in str(e.value) and str(e.value).startswith(str(tmp_path))
+
+
+def test_missing_base_and_bad_axis_values_fail_before_anything_runs(tmp_path):
+    with pytest.raises(SweepError, match=r"base: scenario file '.*nope.yaml' not found; give a path relative to the sweep file"):
+        parse_sweep({"name": "s", "base": "nope.yaml", "axes": {"scheme": ["ps"]}}, str(tmp_path / "x.yaml"))
+    sw = load_sweep(sweep_file(tmp_path, "name: s\naxes: {wan.default.bandwidth_mbps: [20, -1]}\n"))
+    runner = Runner()
+    with pytest.raises(SweepError, match=r"wan.default.bandwidth_mbps: must be > 0 \(got -1\)"):
+        S.run_sweep(sw, tmp_path / "out", runner=runner, progress=False)
+    assert runner.calls == [] and not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- running
+
+def test_full_sweep_table_has_parameters_and_metrics_of_every_point(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL))
+    folder = S.run_sweep(sw, tmp_path / "out", runner=Runner(), progress=True)
+    rows = read_csv(folder / "table.csv")
+    assert [r["point_id"] for r in rows] == [p.point_id for p in S.plan(sw)]
+    assert all(r["status"] == "ok" for r in rows)
+    assert [(r["scheme"], r["wan.default.bandwidth_mbps"], r["seed"]) for r in rows[:2]] == [("ps", "20", "5"), ("ps", "50", "5")]
+    # the metrics are the run's own: iteration time from its folder, scheme as configured
+    from analysis.rundata import RunData
+    r0 = rows[0]
+    run = RunData.load(folder / r0["run_dir"])
+    assert run.scheme == "ps" and run.scenario["wan"]["default"]["bandwidth_mbps"] == 20
+    assert float(r0["iteration_time_mean_s"]) == pytest.approx(run.metrics()["iteration_time_mean_s"], rel=1e-5)
+    # ps moves twice the WAN bytes of geo-ina in the model, and is slower at 20 Mbps
+    by = {(r["scheme"], r["wan.default.bandwidth_mbps"], r["repetition"]): r for r in rows}
+    assert float(by["ps", "20", "0"]["wan_bytes_per_iteration"]) == pytest.approx(
+        2 * float(by["geo-ina", "20", "0"]["wan_bytes_per_iteration"]), rel=1e-4)
+    assert float(by["ps", "20", "0"]["iteration_time_mean_s"]) > float(by["geo-ina", "20", "0"]["iteration_time_mean_s"])
+    # SQLite holds the same rows, queryable by parameter
+    con = sqlite3.connect(folder / "table.sqlite")
+    n, = con.execute("select count(*) from points").fetchone()
+    ps20 = con.execute('select avg(iteration_time_mean_s) from points where scheme = ? and '
+                       '"wan.default.bandwidth_mbps" = 20', ("ps",)).fetchone()[0]
+    con.close()
+    assert n == 8
+    assert ps20 == pytest.approx((float(by["ps", "20", "0"]["iteration_time_mean_s"]) +
+                                  float(by["ps", "20", "1"]["iteration_time_mean_s"])) / 2, rel=1e-5)
+    assert (folder / "sweep.yaml").read_text() == sw_text(tmp_path)
+
+
+def sw_text(tmp_path):
+    return (tmp_path / "sweep.yaml").read_text()
+
+
+def test_interrupt_then_resume_completes_the_table_without_duplicates(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL), quick=True)     # 2 points
+    out = tmp_path / "out"
+    first = Runner(interrupt_at=2)
+    with pytest.raises(S.SweepInterrupted):
+        S.run_sweep(sw, out, runner=first, progress=False)
+    folder = S.sweep_folder(sw, out)
+    rows = read_csv(folder / "table.csv")
+    assert [(r["point_id"], r["status"]) for r in rows] == [("p0000-r0", "ok"), ("p0001-r0", "interrupted")]
+    # without --resume the earlier points are protected
+    with pytest.raises(SweepError, match="--resume"):
+        S.run_sweep(sw, out, runner=Runner(), progress=False)
+    second = Runner()
+    S.run_sweep(sw, out, runner=second, resume=True, progress=False)
+    assert len(second.calls) == 1 and 'scheme="geo-ina"' in second.calls[0]   # the finished point was skipped
+    rows = read_csv(folder / "table.csv")
+    assert [r["point_id"] for r in rows] == ["p0000-r0", "p0001-r0"]
+    assert all(r["status"] == "ok" for r in rows)
+    assert sorted(r["scheme"] for r in rows) == ["geo-ina", "ps"]
+    # resuming a finished sweep runs nothing
+    third = Runner()
+    S.run_sweep(sw, out, runner=third, resume=True, progress=False)
+    assert third.calls == [] and len(read_csv(folder / "table.csv")) == 2
+
+
+def test_a_failing_point_is_recorded_and_the_others_finish(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL))
+    runner = Runner(fail_when="wan.default.bandwidth_mbps=50")
+    folder = S.run_sweep(sw, tmp_path / "out", runner=runner, progress=False)
+    assert len(runner.calls) == 8
+    rows = read_csv(folder / "table.csv")
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 4 and all(r["wan.default.bandwidth_mbps"] == "50" for r in failed)
+    assert failed[0]["error"] == "RuntimeError: switch s1 did not start"
+    assert failed[0]["iteration_time_mean_s"] == ""
+    assert all(r["status"] == "ok" and r["iteration_time_mean_s"] for r in rows if r not in failed)
+    rec = json.loads((folder / "points" / failed[0]["point_id"] / "point.json").read_text())
+    assert rec["status"] == "failed" and rec["params"]["wan.default.bandwidth_mbps"] == 50
+    # resume retries only the failed points
+    again = Runner()
+    S.run_sweep(sw, tmp_path / "out", runner=again, resume=True, progress=False)
+    assert len(again.calls) == 4 and all(r["status"] == "ok" for r in read_csv(folder / "table.csv"))
+
+
+def test_an_incomplete_run_counts_as_failed(tmp_path):
+    def incomplete(scenario, overrides, out_root, log):
+        d = write_run(out_root, scenario, overrides)
+        s = json.loads((d / "summary.json").read_text())
+        s.update(complete=False, reason="worker errors: {'h1r1w1': 'timeout'}")
+        (d / "summary.json").write_text(json.dumps(s))
+        return d
+    sw = load_sweep(sweep_file(tmp_path, "name: s\naxes: {scheme: [ps]}\n"))
+    folder = S.run_sweep(sw, tmp_path / "out", runner=incomplete, progress=False)
+    (row,) = read_csv(folder / "table.csv")
+    assert row["status"] == "failed" and "worker errors" in row["error"] and row["iteration_time_mean_s"]
+
+
+def test_resume_refuses_a_changed_sweep(tmp_path):
+    p = sweep_file(tmp_path, SMALL)
+    S.run_sweep(load_sweep(p, quick=True), tmp_path / "out", runner=Runner(), progress=False)
+    p.write_text(p.read_text().replace("[ps, geo-ina]", "[ring, geo-ina]"))
+    with pytest.raises(SweepError, match="sweep changed"):
+        S.run_sweep(load_sweep(p, quick=True), tmp_path / "out", runner=Runner(), resume=True, progress=False)
+
+
+def test_cli_main_reports_interrupt_with_the_resume_command(tmp_path, capsys):
+    p = sweep_file(tmp_path, SMALL + f"output: {tmp_path / 'out'}\n")
+    assert S.main(str(p), quick=True, runner=Runner(interrupt_at=1)) == 130
+    assert f"python3 run.py sweep {p} --quick --resume" in capsys.readouterr().out
+    assert S.main(str(p), quick=True, resume=True, runner=Runner()) == 0
+    assert "2 of 2 points ok" in capsys.readouterr().out
