@@ -1,0 +1,143 @@
+"""Every scheme end to end in Mininet, and the analytic bounds of ps and ina.
+
+Needs root and Mininet (skipped otherwise). Node names carry the prefix 'b' (quickstart
+runs) and 'bb' (bound runs) so that they do not collide with other tests on the machine.
+
+1. Each scheme (ps, hier-ps, ring, ina, geo-ina) on the quickstart topology: the run
+   completes, every worker logs every event of every iteration, every aggregated sum is
+   within its bound of numpy's (float32 summation bound, or the quantization bound for
+   INA), all workers agree, and the schemes agree with each other (same inputs: the
+   training losses match).
+2. The analytic bound: W workers, S gradient bytes each, one bottleneck of B Mbps, zero
+   compute time. ps must push W*S bytes through the server's access link: its
+   communication time per iteration is >= W*S/B; with INA every worker only sends S:
+   >= S/B. The test prints measured/bound and fails above 2.0 (and below 0.95: faster
+   than the link means the emulation is wrong).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.lifecycle import RunOptions, run_scenario
+
+pytestmark = pytest.mark.mininet
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
+ITERATIONS = 3
+PER_ITERATION = ("iteration_start", "compute_end", "first_send", "last_result", "iteration_end")
+
+
+def run(scenario: str, overrides: list[str], out: Path, prefix: str) -> Path:
+    (d,) = run_scenario(RunOptions(scenario, overrides, str(out), prefix=prefix, show_progress=False,
+                                   timeout_s=180), log=lambda *a, **k: None)
+    return d
+
+
+def events(run_dir: Path) -> dict[str, list[dict]]:
+    from workers.events import read_events
+    return {p.stem: read_events(p) for p in sorted((run_dir / "events").glob("*.jsonl"))}
+
+
+@pytest.fixture(scope="module")
+def quickstart_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("schemes")
+    dirs = {}
+    for s in SCHEMES:
+        verify = "scheme_options.check=true" if "ina" in s else "scheme_options.verify=true"
+        dirs[s] = run(str(REPO / "scenarios" / "quickstart.yaml"),
+                      [f"scheme={s}", f"iterations={ITERATIONS}", "duration_s=null",
+                       "workload.parameters=16384", verify], out, "b")
+    return dirs
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_scheme_completes_with_correct_values_and_complete_events(quickstart_runs, scheme):
+    d = quickstart_runs[scheme]
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["complete"], summary["reason"]
+    app = summary["app"]
+    assert app["scheme"] == scheme and not app["errors"]
+    assert app["iterations_completed"] == ITERATIONS
+    assert app["within_quantization_bound"] is True and app["max_error"] is not None
+    ev = events(d)
+    assert len(ev) == 4
+    for w, es in ev.items():
+        kinds = [e["event"] for e in es]
+        assert kinds[0] == "worker_start" and kinds[-1] == "worker_end", (w, kinds)
+        for i in range(ITERATIONS):
+            got = [e["event"] for e in es if e.get("iteration") == i and e["event"] in PER_ITERATION]
+            assert got == list(PER_ITERATION), (w, i, got)
+        for e in es:
+            if e["event"] == "iteration_end":
+                assert e["max_error"] <= e["error_bound"]
+                assert e["gradient_bytes"] == 4 * 16384 and e["bytes_sent"] >= e["gradient_bytes"]
+    if scheme in ("ps", "hier-ps", "ring"):   # one float32 sum, the same bits everywhere
+        for i in range(ITERATIONS):
+            shas = {e["result_sha1"] for es in ev.values() for e in es
+                    if e["event"] == "iteration_end" and e["iteration"] == i}
+            assert len(shas) == 1
+
+
+def test_schemes_agree_with_each_other(quickstart_runs):
+    """Same inputs, same model updates: the per-iteration training losses coincide (float
+    schemes to float rounding, INA to its quantization error)."""
+    losses = {s: json.loads((d / "summary.json").read_text())["app"]["loss"]
+              for s, d in quickstart_runs.items()}
+    for s, l in losses.items():
+        assert len(l) == ITERATIONS
+        assert l == pytest.approx(losses["ps"], rel=1e-4), s
+
+
+# ---------------------------------------------------------------- analytic bound
+BOUND_B_MBPS = 1.0
+BOUND_PARAMS = 16384           # S = 64 KiB per worker
+
+
+def bound_scenario(path: Path, scheme: str) -> str:
+    """Two datacenters of two hosts; every access link is the B Mbps bottleneck, the WAN
+    and uplinks are fast and near (1 ms); zero compute time. ps runs its server on a
+    dedicated host (so W = 3 workers push through that host's access link)."""
+    scn = {"name": f"bound-{scheme}", "seed": 3,
+           "datacenters": [{"name": "a", "region": "ibm:us-east", "racks": 1, "workers_per_rack": 2},
+                           {"name": "b", "region": "ibm:eu-de", "racks": 1, "workers_per_rack": 2}],
+           "wan": {"default": {"bandwidth_mbps": 100.0, "delay_ms": 1.0}},
+           "intra_dc": {"access": {"bandwidth_mbps": BOUND_B_MBPS, "delay_ms": 0.05},
+                        "uplink": {"bandwidth_mbps": 100.0, "delay_ms": 0.05}},
+           "scheme": scheme, "workload": {"kind": "synthetic", "parameters": BOUND_PARAMS},
+           "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": 4}
+    if scheme == "ps":
+        scn["scheme_options"] = {"dedicated_servers": True}
+    else:
+        scn["switch"] = {"program": "p4/aggregation.p4", "defines": {"AGG_K": 64}}
+    p = path / f"bound-{scheme}.yaml"
+    p.write_text(yaml.safe_dump(scn))
+    return str(p)
+
+
+def comm_per_iteration(run_dir: Path) -> float:
+    """Mean over workers and iterations (the first, with TCP/ARP warm-up, excluded) of
+    first_send -> last_result."""
+    from analysis.speedup import comm_time_per_iteration
+    return comm_time_per_iteration(json.loads((run_dir / "summary.json").read_text())["app"], skip=1)
+
+
+@pytest.mark.parametrize("scheme", ["ps", "ina"])
+def test_communication_time_against_the_analytic_bound(tmp_path, scheme):
+    d = run(bound_scenario(tmp_path, scheme), [], tmp_path, "bb")
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["complete"], summary["reason"]
+    workers = len(summary["app"]["workers"])
+    s_bytes = 4 * BOUND_PARAMS
+    w_through = workers if scheme == "ps" else 1
+    bound = w_through * s_bytes * 8 / (BOUND_B_MBPS * 1e6)
+    measured = comm_per_iteration(d)
+    ratio = measured / bound
+    print(f"\n{scheme}: W={workers} S={s_bytes} B B={BOUND_B_MBPS} Mbps: comm/iteration "
+          f"{measured:.3f} s, bound {bound:.3f} s, measured/bound {ratio:.2f}")
+    assert ratio >= 0.95, "faster than the bottleneck allows: the link emulation is wrong"
+    assert ratio <= 2.0
