@@ -96,7 +96,7 @@ class ProcessSwitch(Switch):
     start_timeout = 30.0
     stop_timeout = 5.0
 
-    def __init__(self, name, program: str = "p4/forward.p4", device_id: int | None = None,
+    def __init__(self, name, program: str = os.path.join(REPO_ROOT, "p4", "forward.p4"), device_id: int | None = None,
                  thrift_port: int | None = None, log_file: str | None = None, pcap_dir: str | None = None,
                  defines: dict | None = None, link_emu: dict | None = None, **params):
         params.setdefault("inNamespace", False)
@@ -104,7 +104,8 @@ class ProcessSwitch(Switch):
         self.program = os.path.abspath(program)
         self.device_id = next(self._device_ids) if device_id is None else device_id
         self.thrift_port = thrift_port
-        self.log_file = log_file or os.path.join(tempfile.gettempdir(), f"{name}.softswitch.log")
+        # The PID in the default name keeps two networks with an "s1" on one machine apart.
+        self.log_file = log_file or os.path.join(tempfile.gettempdir(), f"{name}.{os.getpid()}.switch.log")
         self.pcap_dir = pcap_dir
         self.defines = dict(defines or {})
         self.link_emu = {int(p): (c if isinstance(c, LinkEmuConfig) else LinkEmuConfig(**c))
