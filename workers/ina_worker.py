@@ -80,6 +80,16 @@ def wait_for_go(path: str | None, timeout_s: float) -> None:
         time.sleep(0.01)
 
 
+def runqueue_wait_s(pid: str = "self") -> float | None:
+    """Seconds this process waited for a CPU while runnable (Linux schedstat): tells a
+    worker starved by a busy machine from one limited by the network."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run(cfg: WorkerConfig) -> int:
     import numpy as np
 
@@ -106,7 +116,7 @@ def run(cfg: WorkerConfig) -> int:
                 exponent=exponent, error_bound=bound, dilation=cfg.dilation)
         log.log("worker_ready")
         wait_for_go(cfg.go_file, cfg.go_timeout_s)
-        t_run = time.monotonic()
+        t_run, cpu_at_go, wait_at_go = time.monotonic(), time.process_time(), runqueue_wait_s()
         it = 0
         while cfg.iterations is None or it < cfg.iterations:
             if cfg.duration_s is not None and time.monotonic() - t_run >= cfg.duration_s:
@@ -142,7 +152,11 @@ def run(cfg: WorkerConfig) -> int:
                     duplicate_results=s.duplicate_results - before[4], overflow=client.overflow,
                     batch_loss=batch_loss, loss=loss, accuracy=acc, **extra)
             done_its = it = it + 1
-        log.log("worker_end", iterations=done_its, reason=reason)
+        # CPU seconds of this process since the start signal: shows when workers, not the
+        # network, limit the rate (bench/ina.py)
+        log.log("worker_end", iterations=done_its, reason=reason, cpu_s=time.process_time(),
+                cpu_s_at_go=cpu_at_go, runqueue_wait_s=runqueue_wait_s(),
+                runqueue_wait_s_at_go=wait_at_go)
         return 0
     except Terminated:
         log.log("worker_end", iterations=done_its, reason="terminated (SIGTERM)")
