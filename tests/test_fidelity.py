@@ -26,7 +26,7 @@ from topologies.schedule import BandwidthEvent
 pytestmark = pytest.mark.mininet
 
 WAN_MBPS = 8.0
-WAN_DELAY_MS = 50.0
+WAN_DELAY_MS = 75.0
 LOSS_PCT = 5.0
 
 
