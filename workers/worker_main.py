@@ -16,7 +16,7 @@ Events: the schema of workers/events.py (shared with the INA worker): worker_sta
 comm_ready {setup_s}, then per iteration iteration_start, compute_end, first_send,
 last_result, iteration_end {t_start, t_end, compute_s, comm_s, gradient_bytes,
 bytes_sent, bytes_received (framed payload), packets_sent, retransmissions (the kernel's
-TCP segment counters, TCP_INFO), loss, accuracy, result_sha1, [max_error, error_bound]};
+TCP segment counters, TCP_INFO), batch_loss, loss and accuracy (test set, after the update), result_sha1, [max_error, error_bound]};
 then worker_end or worker_error. max_error / error_bound (with verify): the largest
 |sum - exact float64 sum| and the float32 recursive-summation bound gamma_W * max sum|g|
 (gamma_W = W u / (1 - W u), u = 2^-24; input rounding to float32 included).
@@ -79,7 +79,7 @@ def run(cfg: dict, log) -> int:
             ts = log.log("iteration_start", iteration=it)["t"]
             sample = compute_sample(cfg["compute_time"], cfg.get("stragglers"), ident, it,
                                     cfg["seed"], cfg.get("dilation", 1.0))
-            grad, loss = wl.gradient(rank, it)
+            grad, batch_loss = wl.gradient(rank, it)
             grad = grad.astype(np.float32)
             rest = ts + sample.emulated_ms / 1000.0 - time.monotonic()
             if rest > 0:   # the real numpy work counts towards the modelled compute time
@@ -106,12 +106,12 @@ def run(cfg: dict, log) -> int:
                 extra = {"max_error": float(np.max(np.abs(total.astype(np.float64) - exact))),
                          "error_bound": float_sum_bound(grads)}
             wl.apply(total)
-            _, acc = wl.evaluate()
+            loss, acc = wl.evaluate()   # test set, after the update (as the INA worker)
             log.log("iteration_end", t=te, iteration=it, t_start=ts, t_end=te, compute_s=tc - ts,
                     comm_s=te - tc, gradient_bytes=grad.nbytes,
                     bytes_sent=comm.bytes_sent - sent0, bytes_received=comm.bytes_received - recv0,
                     packets_sent=segs1 - segs0, retransmissions=retr1 - retr0,
-                    loss=loss, accuracy=acc, stragglers=list(sample.reasons),
+                    batch_loss=batch_loss, loss=loss, accuracy=acc, stragglers=list(sample.reasons),
                     result_sha1=hashlib.sha1(np.ascontiguousarray(total, dtype=np.float32)).hexdigest(),
                     **extra)
             it += 1
