@@ -4,7 +4,7 @@
   python3 run.py run SCENARIO [--set key=value]... [--out DIR] [--cli]
   python3 run.py validate FILE...
   python3 run.py clean
-  python3 run.py bench switch|topology|ina
+  python3 run.py bench switch|topology|schemes|ina
   python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR]
   python3 run.py plot RESULTS [--format pdf,png]
 
@@ -48,6 +48,10 @@ def cmd_bench(a) -> int:
     if a.what == "switch":
         from softswitch.bench import main
         return main(a.args) or 0
+    if a.what == "schemes":
+        from bench.schemes import main as schemes_main
+        _need_root("bench schemes")
+        return schemes_main(a.args) or 0
     if a.what == "ina":
         from bench.ina import main   # needs root: it says so itself
         return main(a.args) or 0
@@ -91,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("clean", help="remove what killed runs left behind")
     c.set_defaults(fn=cmd_clean)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=("switch", "topology", "ina"))
+    b.add_argument("what", choices=("switch", "topology", "schemes", "ina"))
     b.add_argument("args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     s = sub.add_parser("sweep", help="run every point of a sweep file (docs/sweeps.md)")

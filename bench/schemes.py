@@ -1,0 +1,130 @@
+"""Scheme benchmark: iteration time of every scheme and speedup over ps, at three WAN rates.
+
+    python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 4] [--parameters 65536]
+                                 [--dilation 10] [--schemes ps,hier-ps,ring,ina,geo-ina] [--out DIR]
+
+Scenario: 3 datacenters (Washington DC, Frankfurt, Tokyo: catalog RTTs 91/165/233 ms), one
+rack of 4 workers each (12 workers), full-mesh WAN at each bandwidth (real-world Mbps),
+1 Gbps LAN, zero compute time (so iteration time is synchronisation time), synthetic
+gradients of --parameters float32 values. Time dilation (default 10) keeps the software
+switches' packet rate below what they carry; every figure is reported back in real-world
+seconds. ps runs its server in the first datacenter (co-located with a worker, as MXNet
+is usually deployed); hier-ps's global server too; INA uses k = 64 values per packet.
+
+Per bandwidth and scheme: time per iteration and communication time per iteration
+(analysis/speedup.py: mean over iterations after the first), and speedup over ps.
+Bound ratios at the middle bandwidth, S = 4 x parameters bytes, B = WAN rate:
+  ps   measured comm / (4 S / B): the 4 workers of a remote datacenter must push their
+       S bytes each over that datacenter's WAN link into the server's datacenter
+  ina  measured comm of geo-ina / (S / B): at least one gradient-sized partial sum must
+       cross a WAN link (the issue's INA bound; flat ina, which sends every remote
+       worker's packets over the WAN, is bounded by 4 S / B like ps)
+Last line:
+schemes: speedup_geo_ina_vs_ps=... speedup_ring_vs_ps=... bound_ratio_ps=... bound_ratio_ina=...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from analysis.speedup import comm_time_per_iteration, speedup_table, time_per_iteration
+
+PREFIX = "bs"
+SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
+WORKERS_PER_DC = 4
+
+
+def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dilation: float) -> dict:
+    scn = {"name": f"bench-schemes-{scheme}-{wan_mbps:g}", "seed": 11, "time_dilation": dilation,
+           "datacenters": [{"name": n, "region": r, "racks": 1, "workers_per_rack": WORKERS_PER_DC}
+                           for n, r in (("wdc", "ibm:us-east"), ("fra", "ibm:eu-de"), ("tok", "ibm:jp-tok"))],
+           "wan": {"topology": "full-mesh", "default": {"bandwidth_mbps": float(wan_mbps)}},
+           "intra_dc": {"access": {"bandwidth_mbps": 1000.0, "delay_ms": 0.05},
+                        "uplink": {"bandwidth_mbps": 1000.0, "delay_ms": 0.05}},
+           "scheme": scheme, "workload": {"kind": "synthetic", "parameters": parameters},
+           "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations}
+    if scheme in ("ina", "geo-ina"):
+        scn["switch"] = {"program": "p4/aggregation.p4", "defines": {"AGG_K": 64}}
+    return scn
+
+
+def run_one(scn: dict, workdir: Path, out: Path) -> dict:
+    from testbed.lifecycle import RunOptions, run_scenario
+    path = workdir / f"{scn['name']}.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    (d,) = run_scenario(RunOptions(str(path), [], str(out), prefix=PREFIX, show_progress=False,
+                                   timeout_s=900), log=lambda *a, **k: None)
+    summary = json.loads((d / "summary.json").read_text())
+    if not summary["complete"]:
+        raise RuntimeError(f"{scn['name']}: run incomplete ({summary['reason']}); see {d}")
+    app = summary["app"]
+    app["_warnings"] = summary.get("warnings") or []
+    app["_dir"] = str(d)
+    return app
+
+
+def bound_ratios(apps: dict, parameters: int, wan_mbps: float) -> dict:
+    s_bits = 4 * parameters * 8
+    out = {}
+    if "ps" in apps:
+        out["ps"] = comm_time_per_iteration(apps["ps"]) / (WORKERS_PER_DC * s_bits / (wan_mbps * 1e6))
+    if "geo-ina" in apps:
+        out["ina"] = comm_time_per_iteration(apps["geo-ina"]) / (s_bits / (wan_mbps * 1e6))
+    return out
+
+
+def _f(v, nd=3):
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 run.py bench schemes")
+    ap.add_argument("--bandwidths", default="25,50,100", help="WAN Mbps (real world), comma-separated")
+    ap.add_argument("--iterations", type=int, default=4)
+    ap.add_argument("--parameters", type=int, default=65536)
+    ap.add_argument("--dilation", type=float, default=10.0)
+    ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--out", default=None, help="keep the runs' results here (default: a temp folder)")
+    a = ap.parse_args(argv)
+    bws = [float(x) for x in a.bandwidths.split(",")]
+    schemes = [s.strip() for s in a.schemes.split(",")]
+    if "ps" not in schemes:
+        raise SystemExit("error: --schemes must include ps (the speedup baseline)")
+    if a.iterations < 2:
+        raise SystemExit("error: --iterations must be >= 2 (the first one is warm-up)")
+    results: dict[float, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="gdml-bench-schemes-") as tmp:
+        out = Path(a.out) if a.out else Path(tmp) / "results"
+        for bw in bws:
+            results[bw] = {}
+            for s in schemes:
+                app = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation), Path(tmp), out)
+                results[bw][s] = app
+                print(f"  {bw:g} Mbps {s}: {_f(time_per_iteration(app))} s/iteration "
+                      f"({len(app['_warnings'])} warning(s))", flush=True)
+    print(f"\n{a.parameters} float32 parameters ({4 * a.parameters / 1e6:.2f} MB) per worker, "
+          f"3 DC x {WORKERS_PER_DC} workers, time dilation {a.dilation:g}, real-world seconds")
+    print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'comm s':>8} {'MB/iter':>8} "
+          f"{'speedup':>8}  switch-limited")
+    for bw, apps in results.items():
+        for row in speedup_table(apps, "ps"):
+            app = apps[row["scheme"]]
+            limited = any("limited" in w for w in app["_warnings"])
+            print(f"{bw:>8g} {row['scheme']:>8} {_f(row['time_per_iteration_s']):>8} "
+                  f"{_f(row['comm_per_iteration_s']):>8} {_f((row['bytes_per_iteration'] or 0) / 1e6, 2):>8} "
+                  f"{_f(row['speedup_iteration'], 2):>8}  {'yes' if limited else 'no'}")
+    mid = bws[len(bws) // 2]
+    table = {r["scheme"]: r for r in speedup_table(results[mid], "ps")}
+    b = bound_ratios(results[mid], a.parameters, mid)
+    get = lambda s: _f(table[s]["speedup_iteration"], 2) if s in table else "-"
+    print(f"schemes: speedup_geo_ina_vs_ps={get('geo-ina')} speedup_ring_vs_ps={get('ring')} "
+          f"bound_ratio_ps={_f(b.get('ps'), 2)} bound_ratio_ina={_f(b.get('ina'), 2)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
