@@ -122,11 +122,10 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
             net.addLink(n1, n2, port1=p1, port2=p2,
                         intfName1=f"{n1}-eth{p1}", intfName2=f"{n2}-eth{p2}")
         net.build()
-        configure_hosts(net, graph, host_commands)
-        apply_link_emulation(net, emu)
         # net.start() does only sw.start() for controller-less P4 switches; done here so
-        # each switch's process is recorded as soon as it runs, and (launch, then wait for
-        # all) so the switches load their programs in parallel
+        # each switch's process is recorded as soon as it runs, and (launch all, configure
+        # hosts and links while they load their programs, then wait for all) so start-up
+        # overlaps with the rest of the bring-up
         for sw in net.switches:
             if hasattr(sw, "launch"):
                 sw.launch()
@@ -134,6 +133,8 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
                 sw.start([])
             if on_switch_started:
                 on_switch_started(sw)
+        configure_hosts(net, graph, host_commands)
+        apply_link_emulation(net, emu)
         for sw in net.switches:
             if hasattr(sw, "wait_ready"):
                 sw.wait_ready()
@@ -144,11 +145,15 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
 
 
 def configure_hosts(net, graph, host_commands: dict[str, list[str]]) -> None:
+    """All hosts at once: each shell gets its script, then every output is collected."""
+    scripts = {}
     for h in hosts(graph):
         host = net[h]
         cmds = host_base_commands(host.defaultIntf().name) + list(host_commands.get(h, []))
-        out = host.cmd(" && ".join(f"( {c} )" for c in cmds) + "; echo __rc=$?")
-        body, _, rc = out.rpartition("__rc=")
+        scripts[h] = cmds
+        host.sendCmd(" && ".join(f"( {c} )" for c in cmds) + "; echo __rc=$?")
+    for h, cmds in scripts.items():
+        body, _, rc = net[h].waitOutput().rpartition("__rc=")
         if rc.strip() != "0":
             raise NetBuildError(f"configuring host {h} failed: {body.strip()[-400:]} "
                                 f"(commands: {cmds})")
@@ -182,6 +187,14 @@ def intf_runner(net, graph, node: str):
 
 def stop_network(net) -> None:
     """Stop switches, links and hosts; never raises (teardown must always finish)."""
+    import signal
+    for sw in getattr(net, "switches", []):   # all at once: Mininet then stops them one by one
+        proc = getattr(sw, "proc", None)
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except OSError:
+                pass
     try:
         net.stop()
     except Exception as e:  # keep tearing down what is left
