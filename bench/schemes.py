@@ -1,6 +1,6 @@
 """Scheme benchmark: iteration time of every scheme and speedup over ps, at three WAN rates.
 
-    python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 4] [--parameters 65536]
+    python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 3] [--parameters 262144]
                                  [--dilation 10] [--schemes ps,hier-ps,ring,ina,geo-ina] [--out DIR]
 
 Scenario: 3 datacenters (Washington DC, Frankfurt, Tokyo: catalog RTTs 91/165/233 ms), one
@@ -43,8 +43,8 @@ def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dil
            "datacenters": [{"name": n, "region": r, "racks": 1, "workers_per_rack": WORKERS_PER_DC}
                            for n, r in (("wdc", "ibm:us-east"), ("fra", "ibm:eu-de"), ("tok", "ibm:jp-tok"))],
            "wan": {"topology": "full-mesh", "default": {"bandwidth_mbps": float(wan_mbps)}},
-           "intra_dc": {"access": {"bandwidth_mbps": 1000.0, "delay_ms": 0.05},
-                        "uplink": {"bandwidth_mbps": 1000.0, "delay_ms": 0.05}},
+           "intra_dc": {"access": {"bandwidth_mbps": 1000.0, "delay_ms": 0.0},
+                        "uplink": {"bandwidth_mbps": 1000.0, "delay_ms": 0.0}},
            "scheme": scheme, "workload": {"kind": "synthetic", "parameters": parameters},
            "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations}
     if scheme in ("ina", "geo-ina"):
@@ -84,8 +84,8 @@ def _f(v, nd=3):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 run.py bench schemes")
     ap.add_argument("--bandwidths", default="25,50,100", help="WAN Mbps (real world), comma-separated")
-    ap.add_argument("--iterations", type=int, default=4)
-    ap.add_argument("--parameters", type=int, default=65536)
+    ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--parameters", type=int, default=262144)
     ap.add_argument("--dilation", type=float, default=10.0)
     ap.add_argument("--schemes", default=",".join(SCHEMES))
     ap.add_argument("--out", default=None, help="keep the runs' results here (default: a temp folder)")
