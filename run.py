@@ -63,7 +63,7 @@ def cmd_bench(a) -> int:
 def cmd_sweep(a) -> int:
     from testbed.sweep import main
     _need_root("sweep")
-    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out)
+    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix)
 
 
 def cmd_plot(a) -> int:
@@ -103,6 +103,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--resume", action="store_true", help="skip the points already finished ok")
     s.add_argument("--quick", action="store_true", help="the sweep's quick variant (minutes)")
     s.add_argument("--out", default=None, help="results root (default: the sweep's output)")
+    s.add_argument("--prefix", default="", help="node-name prefix (1-3 letters), as for run")
     s.set_defaults(fn=cmd_sweep)
     pl = sub.add_parser("plot", help="figures and report.md of a run, a scenario's runs or a sweep")
     pl.add_argument("results")

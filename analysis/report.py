@@ -168,9 +168,20 @@ class SweepReport:
 
     def job(self, spec: dict, i: int) -> FigureJob | None:
         kind = spec["kind"]
-        ok = self.ok
+        where = spec.get("where") or {}
+        ok = [r for r in self.ok if all(_same(r.get(k), v) for k, v in where.items())]
         if not ok:
             return None
+        suffix = "".join(f"_{_slug(k)}{v:g}" if _is_number(v) else f"_{_slug(k)}" for k, v in where.items())
+        cond = "; ".join(f"{_short_axis(k).split(' (')[0].lower()} {_fmt_axis(v)}" for k, v in where.items())
+        job = self._job(spec, ok)
+        if job is not None and where:
+            job.name += suffix
+            job.caption += f" Points with {cond}."
+        return job
+
+    def _job(self, spec: dict, ok: list[dict]) -> FigureJob | None:
+        kind = spec["kind"]
         if kind in ("speedup", "scaling", "metric"):
             axis = spec.get("x") or ("n_workers" if kind == "scaling" else None)
             x = spec.get("x_column") or (x_column(ok, axis) if axis in self.axes else axis)
@@ -308,6 +319,12 @@ def _bottleneck(rd: RunData):
     m = np.array([min(float(mb[np.searchsorted(t, x, side="right") - 1]) for t, mb in bw.values())
                   for x in ts])
     return ts, m
+
+
+def _same(a, b) -> bool:
+    if _is_number(a) and _is_number(b):
+        return abs(float(a) - float(b)) < 1e-12
+    return a == b
 
 
 def _slug(s: str) -> str:

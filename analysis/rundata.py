@@ -203,6 +203,7 @@ class RunData:
             "scheme": self.scheme,
             "n_datacenters": self.n_datacenters,
             "n_workers": self.n_workers,
+            "n_workers_per_dc": (self.n_workers / self.n_datacenters) if self.n_datacenters else nan,
             "time_dilation": s,
             "seed": self.manifest.get("seed", self.scenario.get("seed")),
             "iterations": n_it,

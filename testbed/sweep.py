@@ -38,12 +38,13 @@ class SweepInterrupted(Exception):
     """Ctrl-C (or SIGTERM) during a sweep; finished points and the table are kept."""
 
 
-def lifecycle_runner(scenario: Path, overrides: list[str], out_root: Path, log) -> Path:
-    """One run through the testbed's lifecycle (needs root)."""
+def lifecycle_runner(scenario: Path, overrides: list[str], out_root: Path, log, prefix: str = "") -> Path:
+    """One run through the testbed's lifecycle (needs root); prefix: node-name prefix."""
     from testbed.lifecycle import RunInterrupted, RunOptions, run_once
     from testbed.scenario import load_scenario
     scn = load_scenario(scenario, overrides)
-    opts = RunOptions(str(scenario), list(overrides), out=str(out_root), show_progress=False)
+    opts = RunOptions(str(scenario), list(overrides), out=str(out_root), show_progress=False,
+                      prefix=prefix)
     try:
         return run_once(opts, scn, 0, log=log)
     except RunInterrupted as e:
@@ -302,7 +303,9 @@ def _short(v) -> str:
 # ---------------------------------------------------------------- CLI
 
 def main(path: str, *, resume: bool = False, quick: bool = False, out: str | None = None,
-         runner: Runner = lifecycle_runner) -> int:
+         runner: Runner | None = None, prefix: str = "") -> int:
+    import functools
+    runner = runner or functools.partial(lifecycle_runner, prefix=prefix)
     sw = load_sweep(path, quick=quick)
     try:
         folder = run_sweep(sw, out, resume=resume, runner=runner)

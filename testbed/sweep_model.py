@@ -253,3 +253,27 @@ def check_points_valid(sw: Sweep, points: list[Point]) -> None:
             load_scenario(sw.base, sw.fixed + p.overrides())
         except ScenarioError as e:
             raise SweepError(sw.source, f"point {p.point_id} {p.params}", str(e)) from None
+
+
+def is_sweep_file(path) -> bool:
+    """A YAML mapping with `axes` and `base` is a sweep, not a scenario."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(raw, dict) and "axes" in raw and "base" in raw
+
+
+def validate_sweep(path) -> None:
+    """The sweep file, its quick variant and every point's scenario (and topology) load."""
+    from topologies.graph import build_graph
+    from testbed.scenario import load_scenario
+    for quick in (False, True):
+        sw = load_sweep(path, quick=quick)
+        pts = sw.points(load_scenario(sw.base, sw.fixed).seed)
+        check_points_valid(sw, pts)
+        for p in {json.dumps(p.params, sort_keys=True): p for p in pts}.values():
+            try:
+                build_graph(load_scenario(sw.base, sw.fixed + p.overrides()))
+            except ValueError as e:
+                raise SweepError(sw.source, f"point {p.point_id} {p.params}", str(e)) from None

@@ -8,7 +8,15 @@ from topologies.graph import build_graph
 
 
 def validate_file(path, overrides: Iterable[str] = ()) -> str | None:
-    """None if the scenario is valid (it loads and its topology builds), else the error."""
+    """None if the scenario is valid (it loads and its topology builds), else the error.
+    A sweep file (testbed/sweep_model.py) is valid when every point's scenario is."""
+    from testbed.sweep_model import SweepError, is_sweep_file, validate_sweep
+    if is_sweep_file(path):
+        try:
+            validate_sweep(path)
+        except SweepError as e:
+            return str(e)
+        return None
     try:
         build_graph(load_scenario(path, overrides))
     except ScenarioError as e:
