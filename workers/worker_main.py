@@ -15,10 +15,11 @@ and `close()` plugs in.
 Events: the schema of workers/events.py (shared with the INA worker): worker_start,
 comm_ready {setup_s}, then per iteration iteration_start, compute_end, first_send,
 last_result, iteration_end {t_start, t_end, compute_s, comm_s, gradient_bytes,
-bytes_sent, bytes_received (framed payload), packets_sent, retransmissions (the kernel's
-TCP segment counters, TCP_INFO), batch_loss, loss and accuracy (test set, after the update), result_sha1, [max_error, error_bound]};
-then worker_end or worker_error. max_error / error_bound (with verify): the largest
-|sum - exact float64 sum| and the float32 recursive-summation bound gamma_W * max sum|g|
+bytes_sent, bytes_received (framed payload), packets_sent, retransmissions (the
+kernel's TCP segment counters, TCP_INFO), batch_loss, loss and accuracy (test set,
+after the update), result_sha1, [max_error, error_bound]}; then worker_end or
+worker_error. max_error / error_bound (with verify): the largest |sum - exact float64
+sum| and the float32 recursive-summation bound gamma_W * max_j sum_i |g_ij|
 (gamma_W = W u / (1 - W u), u = 2^-24; input rounding to float32 included).
 """
 from __future__ import annotations
