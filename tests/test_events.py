@@ -60,13 +60,14 @@ def test_worker_without_iterations_reports_its_error():
 
 
 def test_job_summary_uses_the_slowest_worker_and_converts_to_real_time():
-    per = {"a": [it_end(0, 0.0, 0.1, 0.3, acc=0.3), it_end(1, 0.5, 0.1, 0.3, acc=0.6)],
+    per = {"a": [{"event": "worker_start", "t": 0, "accuracy_initial": 0.1, "loss_initial": 2.0},
+                 it_end(0, 0.0, 0.1, 0.3, acc=0.3), it_end(1, 0.5, 0.1, 0.3, acc=0.6)],
            "b": [it_end(0, 0.1, 0.2, 0.3, acc=0.3)]}          # b did not finish iteration 1
     s = summarize_job(per, dilation=4.0)
     assert s["iterations_completed"] == 1
     assert s["iteration_time_s"]["mean"] == pytest.approx(0.6)    # 0.0 -> 0.6 (b's end)
     assert s["real"]["mean_iteration_s"] == pytest.approx(0.15)
-    assert s["accuracy"] == [0.3]
+    assert s["accuracy"] == [0.3] and s["accuracy_initial"] == 0.1
     g = 4000 / 0.3   # both workers: 4000 bytes per 0.3 s of communication (a: 8000 / 0.6)
     assert s["goodput_bytes_per_s_per_worker"]["mean"] == pytest.approx(g)
     assert s["real"]["goodput_mbps_per_worker"] == pytest.approx(g * 8 * 4 / 1e6)

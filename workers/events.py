@@ -12,7 +12,7 @@ Events a worker writes, in order, per iteration i:
   iteration_end    {iteration, t_start, t_end, compute_s, comm_s, gradient_bytes, bytes_sent,
                     bytes_received, packets_sent, retransmissions, duplicate_results,
                     loss, accuracy, [max_error, error_bound]}
-and once: worker_start {...config}, then worker_end {iterations, reason} or
+and once: worker_start {...config, loss_initial, accuracy_initial (before training)}, then worker_end {iterations, reason} or
 worker_error {error}.
 
 Metrics (emulated seconds; divide times / multiply rates by the time dilation s for the
@@ -151,6 +151,7 @@ def summarize_job(per_worker: dict[str, list[dict]], dilation: float = 1.0) -> d
                         "accuracy": es[0].get("accuracy"), "loss": es[0].get("loss"),
                         "t_end": max(e["t_end"] for e in es)})
     good = [w["goodput_bytes_per_s"] for w in workers.values() if w.get("goodput_bytes_per_s")]
+    start = next((e for ev in per_worker.values() for e in ev if e.get("event") == "worker_start"), {})
     mean_it = _mean([j["time_s"] for j in job_its])
     s = float(dilation)
     out = {
@@ -162,6 +163,7 @@ def summarize_job(per_worker: dict[str, list[dict]], dilation: float = 1.0) -> d
         "goodput_bytes_per_s_per_worker": {"mean": _mean(good), "min": min(good, default=None)},
         "retransmissions": sum(w.get("retransmissions", 0) for w in workers.values()),
         "packets_sent": sum(w.get("packets_sent", 0) for w in workers.values()),
+        "accuracy_initial": start.get("accuracy_initial"), "loss_initial": start.get("loss_initial"),
         "accuracy": [j["accuracy"] for j in job_its],
         "loss": [j["loss"] for j in job_its],
         "per_iteration": job_its,

@@ -111,7 +111,9 @@ def run(cfg: WorkerConfig) -> int:
         bound = quantize.sum_error_bound(exponent, cfg.n_workers)
         sock = ina_udp.open_socket(cfg.ip)
         grad_bytes = 4 * work.size          # float32 gradient values: what the job needs
+        loss0, acc0 = work.evaluate()       # before any update: the curve's starting point
         log.log("worker_start", index=cfg.index, parameters=work.size, model=work.spec.model,
+                loss_initial=loss0, accuracy_initial=acc0,
                 k=client.cfg.k, window=client.cfg.window, agg_ip=client.cfg.agg_ip,
                 exponent=exponent, error_bound=bound, dilation=cfg.dilation)
         log.log("worker_ready")
