@@ -224,7 +224,7 @@ class SweepReport:
 
             def make():
                 series = [(s, *rd.goodput_series()) for s, rd in runs]
-                bw = _bottleneck(runs[0][1])
+                bw = _bottleneck(runs[0][1], _longest(rd for _, rd in runs))
                 return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"))
             return FigureJob("goodput_over_time", "Job goodput over time, one run per scheme "
                              f"({_setting(reps[0], self.axes)}), with the WAN bottleneck bandwidth "
@@ -309,16 +309,22 @@ class SweepReport:
                 if r.get("status") != "ok"]
 
 
-def _bottleneck(rd: RunData):
+def _bottleneck(rd: RunData, end_s: float | None = None):
     """The lowest WAN link rate at every change point (real s, Mbps), for the background."""
     import numpy as np
-    bw = rd.bandwidth_series()
+    bw = rd.bandwidth_series(end_s)
     if not bw:
         return None
     ts = np.unique(np.concatenate([t for t, _ in bw.values()]))
     m = np.array([min(float(mb[np.searchsorted(t, x, side="right") - 1]) for t, mb in bw.values())
                   for x in ts])
     return ts, m
+
+
+def _longest(runs) -> float:
+    """Real seconds of the longest of these runs (first start to last end)."""
+    from analysis.metrics import makespan
+    return max(makespan(r.records) / r.dilation for r in runs)
 
 
 def _same(a, b) -> bool:
@@ -363,7 +369,7 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
     s = runs[0].dilation
     jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it.",
                       lambda: F.fig_goodput_time([(r.scheme, *r.goodput_series()) for r in runs],
-                                                 _bottleneck(runs[0]), dilation=s)),
+                                                 _bottleneck(runs[0], _longest(runs)), dilation=s)),
             FigureJob("iteration_time_cdf", "CDF of iteration time.",
                       lambda: F.fig_cdf([(r.scheme, r.path.name if len(runs) > 1 else "", r.iteration_times_s())
                                          for r in runs], dilation=s))]

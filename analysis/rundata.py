@@ -142,19 +142,20 @@ class RunData:
         return M.iteration_times(self.records, warmup) / self.dilation
 
     def goodput_series(self, window_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(real s since job start, real Mbps). Default window: 1 s of real time, or twice
-        the median iteration time when iterations are longer."""
+        """(real s since job start, real Mbps). Default window: the median iteration time,
+        at least 0.5 s of real time."""
         s = self.dilation
         its = self.iteration_times_s()
         if window_s is None:
-            window_s = max(1.0, 2 * float(np.median(its))) if len(its) else 1.0
+            window_s = max(0.5, float(np.median(its))) if len(its) else 1.0
         w = window_s
         t, bps = M.goodput_over_time(self.records, w * s, self.t0)
         return t / s, bps * s / 1e6
 
-    def bandwidth_series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def bandwidth_series(self, end_s: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Per WAN link: step points (real s since job start, real Mbps) of its configured
-        rate, from the initial rate and bandwidth_events.jsonl (emulated t and Mbps)."""
+        rate, from the initial rate and bandwidth_events.jsonl (emulated t and Mbps), up to
+        end_s (default: this run's end)."""
         s = self.dilation
         changes: dict[str, list[tuple[float, float]]] = {}
         for ev in read_jsonl(self.path / "bandwidth_events.jsonl"):
@@ -164,7 +165,7 @@ class RunData:
             for ev in self.summary.get("bandwidth_changes") or []:
                 changes.setdefault(ev.get("edge"), []).append(((float(ev["t"]) - self.t0) / s,
                                                                float(ev["mbps"]) * s))
-        end = max(0.0, M.makespan(self.records) / s)
+        end = max(0.0, M.makespan(self.records) / s) if end_s is None else end_s
         out = {}
         for link in self.wan_links:
             pts = [(0.0, link["mbps"])] + sorted(c for c in changes.get(link["edge"], []) if c[0] <= end)
@@ -183,11 +184,13 @@ class RunData:
                 np.array([a for _, a in pts]))
 
     # ------------------------------------------------------------ one row of the table
-    def metrics(self, target_accuracy: float | None = None) -> dict:
-        """Summary metrics in real-world units (see analysis/metrics.py for definitions)."""
+    def metrics(self, target_accuracy: float | None = None, warmup: int = 0) -> dict:
+        """Summary metrics in real-world units (see analysis/metrics.py for definitions).
+        The iteration-time statistics skip the first `warmup` complete iterations
+        (connection set-up, TCP slow start); every other metric covers the whole run."""
         s = self.dilation
         recs = self.records
-        its = self.iteration_times_s()
+        its = self.iteration_times_s(warmup)
         comp, comm = M.compute_comm_times(recs)
         n_it = len(M.job_iterations(recs))
         intfs = [i for link in self.wan_links for i in link["intfs"]]
@@ -207,6 +210,7 @@ class RunData:
             "time_dilation": s,
             "seed": self.manifest.get("seed", self.scenario.get("seed")),
             "iterations": n_it,
+            "warmup_iterations": warmup,
             "iteration_time_mean_s": float(its.mean()) if len(its) else nan,
             "iteration_time_p50_s": M.percentile(its, 50),
             "iteration_time_p99_s": M.percentile(its, 99),

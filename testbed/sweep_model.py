@@ -14,6 +14,8 @@ A sweep file is YAML:
     seeds: {policy: per-repetition, base: 1}   # or {policy: fixed[, base: N]}
     quick: {axes: {...}, repetitions: 1, set: [...]}   # what --quick changes
     figures: [{kind: speedup, x: wan.default.bandwidth_mbps, baseline: ps}, ...]
+    warmup_iterations: 1                  # left out of the iteration-time statistics
+    target_accuracy: 0.8                  # time_to_accuracy_s in the table
     output: results                       # results/<name>[-quick]/
 
 Every problem raises SweepError naming the file and the field, like ScenarioError.
@@ -32,7 +34,7 @@ SEED_POLICIES = ("fixed", "per-repetition")
 MODES = ("product", "zip")
 FIGURE_KINDS = ("speedup", "metric", "wan_bytes", "scaling", "cdf", "goodput_time", "accuracy_time")
 KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "repetitions", "seeds", "quick",
-              "figures", "output", "description", "target_accuracy"}
+              "figures", "output", "description", "target_accuracy", "warmup_iterations"}
 QUICK_KEYS = {"axes", "repetitions", "set"}
 
 
@@ -86,6 +88,7 @@ class Sweep:
     quick: dict = field(default_factory=dict)
     is_quick: bool = False
     target_accuracy: float | None = None   # for time_to_accuracy_s in the table
+    warmup_iterations: int = 0              # left out of the iteration-time statistics
 
     def folder_name(self) -> str:
         return self.name + ("-quick" if self.is_quick else "")
@@ -194,6 +197,10 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
     _need(ta is None or (isinstance(ta, (int, float)) and 0 < ta <= 1), source, "target_accuracy",
           f"must be a fraction in (0, 1] (got {ta!r})")
     sw.target_accuracy = ta
+    wu = raw.get("warmup_iterations", 0)
+    _need(isinstance(wu, int) and not isinstance(wu, bool) and wu >= 0, source, "warmup_iterations",
+          f"must be an integer >= 0 (got {wu!r})")
+    sw.warmup_iterations = wu
     if quick:
         sw = apply_quick(sw)
     _check_shape(sw)
@@ -215,7 +222,7 @@ def apply_quick(sw: Sweep) -> Sweep:
     return Sweep(name=sw.name, source=src, base=sw.base, axes=axes, mode=sw.mode, cross=sw.cross,
                  repetitions=reps, seed_policy=sw.seed_policy, seed_base=sw.seed_base, fixed=fixed,
                  figures=sw.figures, output=sw.output, quick=q, is_quick=True,
-                 target_accuracy=sw.target_accuracy)
+                 target_accuracy=sw.target_accuracy, warmup_iterations=sw.warmup_iterations)
 
 
 def _check_shape(sw: Sweep) -> None:

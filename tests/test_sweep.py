@@ -227,3 +227,16 @@ def test_cli_main_reports_interrupt_with_the_resume_command(tmp_path, capsys):
     assert f"python3 run.py sweep {p} --quick --resume" in capsys.readouterr().out
     assert S.main(str(p), quick=True, resume=True, runner=Runner()) == 0
     assert "2 of 2 points ok" in capsys.readouterr().out
+
+
+def test_warmup_iterations_are_left_out_of_iteration_times_only(tmp_path):
+    from analysis.rundata import RunData
+    sw = load_sweep(sweep_file(tmp_path, "name: s\naxes: {scheme: [ps]}\nwarmup_iterations: 2\n"))
+    folder = S.run_sweep(sw, tmp_path / "out", runner=Runner(), progress=False)
+    (row,) = read_csv(folder / "table.csv")
+    run = RunData.load(folder / row["run_dir"])
+    assert row["warmup_iterations"] == "2" and row["iterations"] == "8"
+    assert float(row["iteration_time_mean_s"]) == pytest.approx(run.iteration_times_s()[2:].mean(), rel=1e-5)
+    assert float(row["iteration_time_mean_s"]) != pytest.approx(run.iteration_times_s().mean(), rel=1e-5)
+    with pytest.raises(SweepError, match="warmup_iterations: must be an integer >= 0"):
+        load_sweep(sweep_file(tmp_path, "name: s\naxes: {scheme: [ps]}\nwarmup_iterations: -1\n"))
