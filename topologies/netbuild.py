@@ -160,18 +160,32 @@ def configure_hosts(net, graph, host_commands: dict[str, list[str]]) -> None:
 
 
 def apply_link_emulation(net, emu: linkemu.LinkEmuPlan) -> None:
-    """htb (+ netem in netem mode) on every interface end; rates are read back."""
-    root_cmds, root_shapes = [], []
+    """htb (+ netem in netem mode) on every interface end; rates are read back.
+
+    Root-namespace ends go through one `tc -batch`; every host gets its whole script at
+    once (all hosts in parallel) ending with the class readback."""
+    root_cmds, root_shapes, host_shapes = [], [], []
     for s in emu.intfs:
         if s.is_host:
-            run = _host_run(net[s.node])
-            for cmd in linkemu.shape_commands(s)[1:]:   # fresh veth: nothing to delete
-                run(cmd)
-            if s.rate_mbps:
-                linkemu.verify_rate(s.intf, s.rate_mbps, run)
+            host_shapes.append(s)
         else:
-            root_cmds += linkemu.shape_commands(s)[1:]
+            root_cmds += linkemu.shape_commands(s)[1:]   # fresh veth: nothing to delete
             root_shapes.append(s)
+    for s in host_shapes:
+        script = " && ".join(linkemu.shape_commands(s)[1:] + [f"tc class show dev {s.intf}"])
+        net[s.node].sendCmd(f"{script}; echo __rc=$?")
+    failures = []
+    for s in host_shapes:
+        body, _, rc = net[s.node].waitOutput().rpartition("__rc=")
+        if rc.strip() != "0":
+            failures.append(f"{s.node}: {body.strip()[-300:]}")
+        elif s.rate_mbps:
+            try:
+                linkemu.verify_rate(s.intf, s.rate_mbps, lambda cmd, out=body: out)
+            except linkemu.LinkEmuError as e:
+                failures.append(str(e))
+    if failures:
+        raise linkemu.LinkEmuError("shaping host links failed: " + "; ".join(failures[:3]))
     _run_root_batch(root_cmds)
     for s in root_shapes:
         if s.rate_mbps:
