@@ -1,0 +1,49 @@
+"""bench/ina.py's pure parts: capacity, tensor sizing, limit diagnosis, switch entries."""
+import pytest
+
+from bench.ina import (best_rate, bench_graph, frame_bytes, limiter, parameters_for,
+                       payload_capacity, reset_commands, switch_commands)
+from tests.agg_switches import factory
+
+
+def test_capacity_counts_only_gradient_bytes():
+    assert frame_bytes(64) == 314 and frame_bytes(32) == 186
+    assert payload_capacity(10, 64) == pytest.approx(10e6 / 8 * 256 / 314)
+    n = parameters_for(10, 64, 1.0)
+    assert n % 64 == 0 and abs(n * 4 - payload_capacity(10, 64)) < 64 * 4
+    assert parameters_for(0.001, 64, 1.0) == 64 * 64          # floor: a full window
+
+
+def test_limit_diagnosis():
+    assert limiter(0.95, 0.9, 0.5, 0.9, 0.5).startswith("link")
+    assert limiter(0.5, 0.9, 0.0, 0.1, 0.0).startswith("switch CPU (busy")
+    assert "waited" in limiter(0.5, 0.4, 0.5, 0.1, 0.0) and limiter(0.5, 0.4, 0.5, 0.1, 0).startswith("switch")
+    assert limiter(0.5, 0.3, 0.1, 0.5, 0.4).startswith("worker CPU")
+    assert limiter(0.5, 0.3, 0.1, 0.2, 0.1).startswith("latency")
+    steps = [{"rate_mbps": 2, "ratio": 0.99}, {"rate_mbps": 5, "ratio": 0.93}, {"rate_mbps": 10, "ratio": 0.7}]
+    assert best_rate(steps)["rate_mbps"] == 5
+    assert best_rate([{"rate_mbps": 2, "ratio": 0.5}]) is None
+
+
+def test_switch_entries_aggregate_the_four_workers():
+    """The bench's entries in the in-process softswitch: 4 contributions, 4 results."""
+    from control.agg_entries import push
+    from workers import agg_packet as ap
+    g = bench_graph()
+    sw = factory("softswitch", k=64)()
+    push(sw, switch_commands(g, 128) + reset_commands(128))
+    hosts = sorted((h for h, a in g.nodes(data=True) if a["role"] == "host"),
+                   key=lambda h: g.nodes[h]["worker_index"])
+    outs = []
+    for i, h in enumerate(hosts):
+        a = g.nodes[h]
+        frame = ap.build(a["mac"], "02:00:0a:09:00:fe", a["ip"], "10.9.0.254", job=1, flags=ap.DATA,
+                         slot=3, shadow=1, gen=1, offset=192, sender=i, fan_in=4, values=[i + 1] * 64)
+        outs = sw.process(i + 1, frame)
+        if i < 3:
+            assert outs == []                 # not last: added and dropped
+    assert sorted(p for p, _ in outs) == [1, 2, 3, 4]
+    for port, data in outs:
+        h = ap.parse(data)
+        assert h.flags & ap.RESULT and list(h.values) == [10] * 64
+        assert ap.Ether(data)["IP"].dst == g.nodes[hosts[port - 1]]["ip"]
