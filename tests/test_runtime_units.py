@@ -204,3 +204,28 @@ def test_qdisc_root_stats_keeps_root_qdiscs_of_named_devices():
         {"kind": "pfifo_fast", "handle": "0:", "dev": "eth0", "root": True, "drops": 0}])
     assert counters.qdisc_root_stats(text, {"g1-eth2"}) == {
         "g1-eth2": {"kind": "htb", "sent_bytes": 9000, "sent_packets": 6, "drops": 4, "overlimits": 30}}
+
+
+def test_link_endpoints_put_hosts_first_on_port_0():
+    from topologies import netbuild
+    g = two_dc_graph()
+    assert netbuild.link_endpoints(g, "s1r1", "h1r1w1") == ("h1r1w1", 0, "s1r1", 1)
+    assert netbuild.link_endpoints(g, "g1", "g2") == ("g1", 2, "g2", 2)
+    assert netbuild.switches(g) == ["g1", "g2", "s1r1", "s2r1"]
+
+
+def test_wan_edge_off_the_delay_shortest_route_is_reported_not_probed():
+    g = two_dc_graph()
+    for n, d in g.nodes(data=True):
+        if d["role"] == "host":
+            d.update(worker_index=d["dc_index"] - 1, ip=f"10.{d['dc_index']}.1.1")
+    # a third datacenter: g1-g3-g2 (2 x 5 ms) is shorter than the direct 20 ms edge
+    g.add_node("g3", role="gateway", dc="dc3", dc_index=3)
+    g.add_node("h3r1w1", role="host", dc="dc3", dc_index=3, rack=1, worker_index=2, ip="10.3.1.1")
+    g.add_edge("g3", "h3r1w1", kind="access", delay_ms=0, ports={"g3": 3})
+    g.add_edge("g1", "g3", kind="wan", delay_ms=5, ports={"g1": 3, "g3": 1})
+    g.add_edge("g2", "g3", kind="wan", delay_ms=5, ports={"g2": 3, "g3": 2})
+    pairs = {p["edge"]: p for p in health.wan_probe_pairs(g)}
+    assert pairs["g1-g2"]["on_route"] is False
+    assert pairs["g1-g3"]["on_route"] and pairs["g2-g3"]["on_route"]
+    assert pairs["g1-g3"]["configured_rtt_ms"] == pytest.approx(10.0)
