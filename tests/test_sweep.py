@@ -240,3 +240,37 @@ def test_warmup_iterations_are_left_out_of_iteration_times_only(tmp_path):
     assert float(row["iteration_time_mean_s"]) != pytest.approx(run.iteration_times_s().mean(), rel=1e-5)
     with pytest.raises(SweepError, match="warmup_iterations: must be an integer >= 0"):
         load_sweep(sweep_file(tmp_path, "name: s\naxes: {scheme: [ps]}\nwarmup_iterations: -1\n"))
+
+
+@pytest.mark.parametrize("name", ["sweep-bandwidth", "sweep-stragglers", "sweep-scale"])
+def test_shipped_sweeps_and_their_quick_variants_are_valid(name):
+    from testbed.sweep_model import validate_sweep
+    path = REPO / "scenarios" / f"{name}.yaml"
+    validate_sweep(path)                    # every point's scenario loads and its topology builds
+    full, quick = S.plan(load_sweep(path)), S.plan(load_sweep(path, quick=True))
+    assert len(quick) <= 4 < len(full)
+    assert {p.params["scheme"] for p in full} == {"ps", "hier-ps", "ring", "ina", "geo-ina"}
+    assert load_sweep(path).figures, "shipped sweeps choose their figures"
+
+
+@pytest.mark.mininet
+def test_real_quick_sweep_through_the_lifecycle(tmp_path):
+    """Two real runs (ps and ring, 2 iterations, 2 datacenters of 1 worker) end to end."""
+    import os
+    import functools
+    if os.geteuid() != 0:
+        pytest.skip("needs root (Mininet)")
+    body = """name: real
+set: [iterations=2, "datacenters=[{name: a, region: 'ibm:us-east'}, {name: b, region: 'ibm:eu-de'}]",
+      "workload={kind: synthetic, parameters: 4096}"]
+axes: {scheme: [ps, ring]}
+"""
+    p = tmp_path / "sweep.yaml"
+    p.write_text(f"base: {REPO / 'scenarios' / 'geo-3dc-small.yaml'}\n" + body)
+    runner = functools.partial(S.lifecycle_runner, prefix="swt")
+    folder = S.run_sweep(load_sweep(p), tmp_path / "out", runner=runner, progress=False)
+    rows = read_csv(folder / "table.csv")
+    assert [r["status"] for r in rows] == ["ok", "ok"], rows
+    for r in rows:
+        assert r["iterations"] == "2" and float(r["iteration_time_mean_s"]) > 0.09   # RTT 91 ms at least
+        assert float(r["wan_bytes_per_iteration"]) > 4096 * 4      # the gradient crossed the WAN
