@@ -9,8 +9,8 @@ The same workload, compute-time and straggler models as the INA schemes, so sche
 compared on identical inputs.
 
 The communicator is chosen by `scheme` (`make_communicator`): anything with
-`allreduce(float32 vector, iteration) -> summed vector`, `bytes_sent`, `bytes_received`
-and `close()` plugs in.
+`allreduce(float32 vector, iteration) -> summed vector`, `bytes_sent`, `bytes_received`,
+`tcp_counters()` and `close()` plugs in (docs/adding-a-scheme.md).
 
 Events: the schema of workers/events.py (shared with the INA worker): worker_start,
 comm_ready {setup_s}, then per iteration iteration_start, compute_end, first_send,
