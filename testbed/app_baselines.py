@@ -11,7 +11,8 @@ scheme_options (all optional):
            local server per datacenter on its first host
   all      dedicated_servers (false: servers share hosts with workers, as in MXNet's
            usual deployment; true: server hosts run no worker), base_port (7100),
-           timeout_s (emulated seconds of silence before a peer is declared dead, 120),
+           timeout_s (real-world seconds of silence before a peer is declared dead, 120;
+           x time dilation in the emulation; raise it for compute times near that),
            verify (each worker checks the sum against numpy every iteration; costs CPU)
 Placement is pure (`plan_placement`), so it is tested without Mininet.
 """
@@ -54,7 +55,7 @@ class BaselineOptions:
             raise ValueError(f"scheme_options.shards must be an integer >= 1 (got {o.shards!r})")
         if not 1024 <= o.base_port <= 65000:
             raise ValueError(f"scheme_options.base_port must be in 1024..65000 (got {o.base_port})")
-        if o.timeout_s <= 0:
+        if not isinstance(o.timeout_s, (int, float)) or o.timeout_s <= 0:
             raise ValueError("scheme_options.timeout_s must be positive")
         return o
 
@@ -154,12 +155,15 @@ class BaselineApp(App):
         self.ctx = ctx
         self.placement = plan_placement(self.scheme, ctx.graph, self.opts)
 
+    def timeout_s(self) -> float:
+        """Emulated seconds of silence before a peer counts as dead (the world is s times slower)."""
+        return self.opts.timeout_s * self.ctx.scenario.time_dilation
+
     def worker_config(self, w: str, rank: int) -> dict:
         ctx, g = self.ctx, self.ctx.graph
         scn, prefix = ctx.scenario, g.graph.get("prefix", "")
         d = g.nodes[w]
-        comm = dict(self.placement.comm[w], timeout_s=self.opts.timeout_s,
-                    connect_timeout_s=self.opts.timeout_s)
+        comm = dict(self.placement.comm[w], timeout_s=self.timeout_s(), connect_timeout_s=self.timeout_s())
         return {"worker": w, "host_id": w[len(prefix):], "index": rank, "dc": d["dc"],
                 "compute_index": d["worker_index"],
                 "compute_speed": d.get("compute_speed", 1.0),
@@ -184,7 +188,7 @@ class BaselineApp(App):
         for s in self.placement.servers:
             args = [sys.executable, "-m", "workers.comm_ps", "--host", g.nodes[s["host"]]["ip"],
                     "--port", str(s["port"]), "--children", str(s["children"]), "--name", s["name"],
-                    "--timeout", str(self.opts.timeout_s)]
+                    "--timeout", str(self.timeout_s())]
             if s.get("upstream"):
                 args += ["--upstream", s["upstream"], "--rank", str(s["rank"])]
             self._popen(s["host"], args, f"{self.scheme} server {s['name']} in {s['host']}",
