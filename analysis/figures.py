@@ -39,8 +39,17 @@ def label(name: str) -> str:
 
 
 def _bare(text: str) -> str:
-    """A label without its unit, for titles: 'WAN bandwidth (Mbps)' -> 'WAN bandwidth'."""
-    return text.split(" (")[0]
+    """A label without its unit, lower case inside a title unless an acronym:
+    'WAN bandwidth (Mbps)' -> 'WAN bandwidth', 'Datacenters' -> 'datacenters'."""
+    t = text.split(" (")[0]
+    return t if len(t) > 1 and t[1].isupper() else t[:1].lower() + t[1:]
+
+
+def _integer_ticks(ax, xs) -> None:
+    """Whole-number x ticks when every x is a whole number (workers, datacenters)."""
+    from matplotlib.ticker import MaxNLocator
+    if len(xs) and all(float(x).is_integer() for x in xs):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _ok(rows: Iterable[dict]) -> list[dict]:
@@ -96,6 +105,7 @@ def _lines(ax, stats: dict) -> None:
     for s, (xs, m, ci) in stats.items():
         st = scheme_style(str(s))
         ax.errorbar(xs, m, yerr=ci, color=st["color"], marker=st["marker"], label=st["label"])
+    _integer_ticks(ax, [x for xs, _, _ in stats.values() for x in xs])
 
 
 def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", title: str | None = None,
@@ -108,7 +118,7 @@ def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", 
         ax.set_ylabel(ylabel or label(y))
         if log_x:
             ax.set_xscale("log")
-        legend_above(ax, title or f"{_bare(label(y))} vs {_bare(label(x))}")
+        legend_above(ax, title or f"{label(y).split(' (')[0]} vs {_bare(label(x))}")
         note_dilation(ax, _dilation(rows))
     return fig
 
@@ -191,15 +201,20 @@ def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
 
 def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | None = None,
             xlabel: str = "Iteration time (s)", dilation: float | None = None):
-    """Empirical CDFs: (scheme, condition, values); the scheme sets color and marker, the
-    condition the line style (first condition solid, then dashed, dotted)."""
+    """Empirical CDFs: (scheme, condition, values); the scheme sets the color, the
+    condition the line style (first condition solid, then dashed, dotted). With several
+    conditions the legend lists schemes (colors) and conditions (styles) separately."""
+    from matplotlib.lines import Line2D
     styles = ["-", "--", ":", "-."]
     conds: list[str] = []
+    schemes: list[str] = []
     with paper_style():
         fig, ax = new_figure()
         for scheme, cond, values in groups:
             if cond not in conds:
                 conds.append(cond)
+            if scheme not in schemes:
+                schemes.append(scheme)
             x, f = cdf_points(values)
             st = scheme_style(scheme)
             lab = st["label"] + (f", {cond}" if cond else "")
@@ -207,7 +222,12 @@ def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | 
         ax.set_xlabel(xlabel)
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.02)
-        legend_above(ax, title or "CDF of iteration time")
+        handles = labels = None
+        if len(conds) > 1:
+            handles = [Line2D([], [], color=scheme_style(s)["color"]) for s in schemes] + \
+                [Line2D([], [], color="#444444", linestyle=styles[i % 4]) for i in range(len(conds))]
+            labels = [scheme_style(s)["label"] for s in schemes] + conds
+        legend_above(ax, title or "CDF of iteration time", handles, labels)
         note_dilation(ax, dilation)
     return fig
 

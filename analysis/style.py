@@ -77,18 +77,21 @@ def note_dilation(ax, s: float | None) -> None:
                     fontsize=6, color="#555555")
 
 
-def legend_above(ax, title: str) -> None:
-    """Legend in a strip between the title and the axes (lines never hide it), in as many
-    rows as needed at two entries per row."""
-    handles, labels = ax.get_legend_handles_labels()
+def legend_above(ax, title: str, handles=None, labels=None) -> None:
+    """Legend in a strip between the title and the axes (lines never hide it): 2 or 3
+    entries per row, 2 for long labels."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
     if not handles:
         ax.set_title(title)
         return
-    ncol = 2 if len(handles) > 1 else 1
+    ncol = 1 if len(handles) == 1 else (2 if len(handles) in (2, 4) else 3)
+    if max(map(len, labels)) > 22:       # long labels (CDF conditions): two columns fit 3.5 in
+        ncol = min(ncol, 2)
     rows = -(-len(handles) // ncol)
     ax.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol,
-              borderaxespad=0.3, handlelength=1.8, columnspacing=1.0)
-    ax.set_title(title, pad=6 + 9.5 * rows)
+              borderaxespad=0.3, handlelength=1.8, columnspacing=0.8)
+    ax.set_title(title, pad=5 + 11.5 * rows)
 
 
 def save(fig, stem, formats=("pdf", "png")) -> list:

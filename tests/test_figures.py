@@ -92,8 +92,12 @@ def test_time_series_figures_have_data_and_the_bandwidth_behind(results):
     assert {50.0, 20.0} <= ys            # the schedule's two rates, in real-world Mbps
     cdf = figs["iteration_time_cdf"].axes[0]
     assert cdf.get_ylabel() == "CDF" and cdf.get_xlabel() == "Iteration time (s)"
-    assert legend_texts(cdf) == ["PS, no stragglers", "Geo-INA, no stragglers",
-                                 "PS, straggler probability 0.3", "Geo-INA, straggler probability 0.3"]
+    # colors name the schemes, line styles the conditions
+    assert legend_texts(cdf) == ["PS", "Geo-INA", "no stragglers", "straggler probability 0.3"]
+    assert [l.get_label() for l in cdf.get_lines()] == [
+        "PS, no stragglers", "Geo-INA, no stragglers", "PS, straggler probability 0.3",
+        "Geo-INA, straggler probability 0.3"]
+    assert [l.get_linestyle() for l in cdf.get_lines()] == ["-", "-", "--", "--"]
     for l in cdf.get_lines():
         y = np.asarray(l.get_ydata())
         assert len(y) == 12 and y[-1] == pytest.approx(1.0) and np.all(np.diff(y) >= 0)
