@@ -197,20 +197,22 @@ def speedup(baseline_s: float, scheme_s: float) -> float:
 
 
 def accuracy_series(events: Iterable[dict]) -> list[tuple[float, float]]:
-    """(t, accuracy) from iteration_end and eval events carrying `accuracy`, in time order;
-    when several workers report the same iteration (BSP: same model) the first report
-    counts."""
-    seen = set()
+    """(t, accuracy) in time order: one point per iteration from the iteration_end events
+    carrying `accuracy`, at the job's end of that iteration (the last worker's t_end; in
+    BSP every worker holds the same model, the first report's accuracy counts), plus every
+    `eval` event at its t. Iterations are those of analysis/speedup.py's time to accuracy."""
+    its: dict = {}
     pts = []
-    for e in sorted((e for e in events if e.get("accuracy") is not None
-                     and e.get("event") in ("iteration_end", "eval")),
-                    key=lambda e: float(e.get("t_end", e.get("t")))):
-        key = (e.get("event"), e.get("iteration"))
-        if e.get("iteration") is not None and key in seen:
+    for e in events:
+        if e.get("accuracy") is None:
             continue
-        seen.add(key)
-        pts.append((float(e.get("t_end", e.get("t"))), float(e["accuracy"])))
-    return pts
+        t = float(e.get("t_end", e.get("t")))
+        if e.get("event") == "iteration_end" and e.get("iteration") is not None:
+            cur = its.get(e["iteration"])
+            its[e["iteration"]] = (max(t, cur[0]), cur[1]) if cur else (t, float(e["accuracy"]))
+        elif e.get("event") in ("iteration_end", "eval"):
+            pts.append((t, float(e["accuracy"])))
+    return sorted(pts + list(its.values()))
 
 
 def time_to_accuracy(series: Sequence[tuple[float, float]], target: float,

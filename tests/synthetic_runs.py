@@ -81,7 +81,9 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
                         {"event": "compute_end", "t": tc, "worker": h, "iteration": i},
                         {"event": "iteration_end", "t": te, "t_start": ts, "t_end": te, "worker": h,
                          "iteration": i, "compute_s": tc - ts, "comm_s": te - tc,
-                         "gradient_bytes": grad_bytes, "retransmissions": int(i == 2 and k == 0),
+                         "gradient_bytes": grad_bytes, "bytes_sent": grad_bytes + 64 * (grad_bytes // 1400 + 1),
+                         "bytes_received": grad_bytes, "packets_sent": grad_bytes // 1400 + 1,
+                         "retransmissions": int(i == 2 and k == 0),
                          "accuracy": round(0.9 - 0.5 * np.exp(-i / 4), 6)}]
         per_iter.append((t, end, 2 * cross * grad_bytes))
         t = end + 0.001
@@ -105,8 +107,11 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
     manifest = {"run_id": run_id, "scenario": scn.name, "repetition": 0, "seed": scn.seed,
                 "time_dilation": s, "backend": "softswitch", "link_emulation": "userspace",
                 "node_prefix": "", "overrides": list(overrides), "synthetic": True}
+    # the app section as the schemes write it (workers/events.summarize_job)
+    from workers.events import summarize_job
+    app = dict(summarize_job(logs, s), app=scn.scheme, scheme=scn.scheme)
     summary = {"complete": True, "reason": "finished", "elapsed_s": round(t * s + 3.0, 3),
-               "time_dilation": s, "app": {"app": scn.scheme}, "warnings": [],
+               "time_dilation": s, "app": app, "warnings": [],
                "switch_drops": {"g1": {"rx_frames": 1000, "socket_drops": 0}},
                "bandwidth_changes": changes}
     (d / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

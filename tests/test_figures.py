@@ -169,3 +169,18 @@ def test_paper_style_serif_fonts_and_fixed_scheme_styles():
     colors = {v["color"] for v in SCHEME_STYLE.values()}
     assert len(colors) == len(SCHEME_STYLE)
     assert scheme_style("my-scheme") == scheme_style("my-scheme")
+
+
+def test_paired_speedups_agree_with_analysis_speedup():
+    from analysis import speedup as SP
+    rows = load_table(FIXTURE / "sweep-bw" / "table.csv")
+    sp = F.speedup_rows(rows, ["scheme", "wan.default.bandwidth_mbps"], "ps")
+    apps = {(r["scheme"], r["wan.default.bandwidth_mbps"], r["repetition"]):
+            RunData.load(FIXTURE / "sweep-bw" / r["run_dir"]).summary["app"] for r in rows}
+    checked = 0
+    for r in sp:
+        key = (r["wan.default.bandwidth_mbps"], r["repetition"])
+        expect = SP.speedup(apps[("ps",) + key], apps[(r["scheme"],) + key], skip=1)["iteration"]
+        assert r["speedup"] == pytest.approx(expect, rel=1e-5)      # the table keeps 6 digits
+        checked += 1
+    assert checked == 8     # every row paired with its own repetition's ps run (ps with itself: 1)

@@ -98,7 +98,8 @@ def test_time_to_accuracy_first_report_at_or_above_target():
           {"event": "eval", "t": 12.5, "accuracy": 0.81},
           {"event": "iteration_end", "t": 13.0, "t_start": 12.0, "worker": "a", "iteration": 2, "accuracy": 0.9}]
     series = M.accuracy_series(ev)
-    assert series == [(11.0, 0.5), (12.0, 0.79), (12.5, 0.81), (13.0, 0.9)]   # worker b's duplicate dropped
+    # iteration 0 ends when its last worker (b) ends; one point per iteration
+    assert series == [(11.1, 0.5), (12.0, 0.79), (12.5, 0.81), (13.0, 0.9)]
     assert M.time_to_accuracy(series, 0.8, t0=10.0) == pytest.approx(2.5)
     assert M.time_to_accuracy(series, 0.9, t0=10.0) == pytest.approx(3.0)
     assert M.time_to_accuracy(series, 0.95, t0=10.0) is None
@@ -197,3 +198,15 @@ def test_run_without_counters_or_graph_reports_nan_not_zero(tmp_path):
     assert math.isnan(m["wan_bytes_per_iteration"])
     with pytest.raises(FileNotFoundError, match="not a run's results folder"):
         RunData.load(tmp_path)
+
+
+def test_run_metrics_agree_with_analysis_speedup_on_the_same_run():
+    """analysis/speedup.py works from summary.json's app section (workers/events.summarize_job),
+    analysis/rundata.py from the event logs: same definitions, same numbers."""
+    from analysis import speedup as SP
+    run = RunData.load(fixture_run())
+    app = run.summary["app"]
+    m = run.metrics(target_accuracy=0.8, warmup=1)
+    assert m["iteration_time_mean_s"] == pytest.approx(SP.time_per_iteration(app, skip=1), rel=1e-12)
+    assert m["time_to_accuracy_s"] == pytest.approx(SP.time_to_accuracy(app, 0.8), rel=1e-12)
+    assert run.metrics(warmup=0)["iteration_time_mean_s"] == pytest.approx(SP.time_per_iteration(app, skip=0))
