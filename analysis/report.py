@@ -363,7 +363,7 @@ def _fmt(mean: float, ci: float) -> str:
 # ---------------------------------------------------------------- single runs
 
 def run_jobs(runs: list[RunData]) -> list[FigureJob]:
-    runs = [r for r in runs if r.records]
+    runs = sorted((r for r in runs if r.records), key=lambda r: scheme_sort_key(r.scheme))
     if not runs:
         return []
     s = runs[0].dilation
@@ -371,13 +371,20 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
                       lambda: F.fig_goodput_time([(r.scheme, *r.goodput_series()) for r in runs],
                                                  _bottleneck(runs[0], _longest(runs)), dilation=s)),
             FigureJob("iteration_time_cdf", "CDF of iteration time.",
-                      lambda: F.fig_cdf([(r.scheme, r.path.name if len(runs) > 1 else "", r.iteration_times_s())
+                      lambda: F.fig_cdf([(r.scheme, _run_condition(r, runs), r.iteration_times_s())
                                          for r in runs], dilation=s))]
     if any(len(r.accuracy_series()[0]) for r in runs):
         jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time.",
                               lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
                                                           dilation=s)))
     return jobs
+
+
+def _run_condition(run: RunData, runs: list[RunData]) -> str:
+    """'' when the scheme alone tells the runs apart, else the run's position among the
+    runs of its scheme (the legend then shows line styles per run)."""
+    same = [r for r in runs if r.scheme == run.scheme]
+    return "" if len(same) == 1 else f"run {same.index(run) + 1}"
 
 
 def runs_table(runs: list[RunData]) -> str:
