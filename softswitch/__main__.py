@@ -341,7 +341,7 @@ def main(argv=None) -> int:
     def ready():
         port_list = " ".join(f"{n}@{name}" for n, name in sorted(ifaces.items()))
         log.info("ready: pid %d device %d ports [%s] control port 127.0.0.1:%d program %s",
-                 os.getpid(), args.device_id, port_list, control_port, args.program)
+                 os.getpid(), args.device_id, port_list, getattr(server, "port", control_port), args.program)
         for h in log.handlers:
             h.flush()
 
