@@ -12,6 +12,7 @@ after a SIGKILL.
 """
 from __future__ import annotations
 
+import os
 import signal
 from contextlib import contextmanager
 import threading
@@ -178,6 +179,10 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     results.write_json(run_dir / "manifest.json", manifest)
     log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
         f"time dilation {s:g}")
+    load1 = os.getloadavg()[0]
+    if load1 > os.cpu_count():
+        plan.warnings.append(f"the machine is busy (load {load1:.1f} on {os.cpu_count()} CPUs): "
+                             f"software switches will add latency and may limit rates")
     for w in plan.warnings:
         log(f"warning: {w}")
 

@@ -96,6 +96,8 @@ def manifest(*, run_id: str, scenario_name: str, backend: str, backend_reason: s
         "kernel": platform.release(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        # other work on the machine slows the software switches: keep it with the results
+        "loadavg_at_start": list(os.getloadavg()),
         "seed": seed,
         "time_dilation": time_dilation,
     }
@@ -113,6 +115,7 @@ def summary(*, complete: bool, reason: str, started_monotonic: float, app_summar
         "health": health,
         "app": app_summary,
         "warnings": warnings,
+        "loadavg_at_end": list(os.getloadavg()),
     }
     data.update(extra or {})
     return data
