@@ -92,3 +92,34 @@ def test_worker_configs_load_as_worker_configs(tmp_path):
     b = cfgs["uh2r1w1"]
     assert b["dc"] == "b" and b["client"]["agg_ip"] == "10.2.1.254" and b["stragglers"]["persistent"]
     assert [c["index"] for c in cfgs.values()] == list(range(6))
+
+
+def test_progress_and_collect_from_event_logs(tmp_path):
+    """progress() counts iterations and ends the job once one worker hit its duration
+    (BSP: the others cannot finish another iteration); collect() summarizes."""
+    from types import SimpleNamespace
+
+    from workers.events import EventLog
+    scn = scenario()
+    g = dilate_graph(build_graph(scn, prefix="u"))
+    app = make_app("geo-ina", {"window": 8})
+    app.tree = build_tree(g, scheme="geo-ina", window=8)
+    app.window = 8
+    app.ctx = SimpleNamespace(events_dir=tmp_path, iterations=None, scenario=scn)
+    app.configs = {h: {} for h in app.tree.workers}
+    hosts = sorted(app.configs)
+    for i, h in enumerate(hosts):
+        with EventLog(tmp_path / f"{h}.jsonl", h) as log:
+            log.log("worker_start", parameters=136, accuracy_initial=0.1)
+            log.log("iteration_end", iteration=0, t_start=1.0, t_end=2.0, compute_s=0.2, comm_s=0.8,
+                    gradient_bytes=544, bytes_sent=1000, bytes_received=1000, packets_sent=5,
+                    retransmissions=i, loss=1.5, accuracy=0.4)
+            if i == 0:
+                log.log("worker_end", iterations=1, reason="duration reached")
+    prog = app.progress()
+    assert [p.iterations for p in prog] == [1] * len(hosts) and all(p.finished for p in prog)
+    s = app.collect()
+    assert s["scheme"] == "geo-ina" and s["window"] == 8 and s["parameters"] == 136
+    assert s["iterations_completed"] == 1 and s["retransmissions"] == sum(range(len(hosts)))
+    assert s["accuracy"] == [0.4] and s["accuracy_initial"] == 0.1 and s["errors"] == {}
+    assert s["real"]["mean_iteration_s"] == pytest.approx(0.5)        # 1 s / dilation 2
