@@ -1,5 +1,7 @@
-"""`python3 -m softswitch.check PROGRAM.p4 [-D NAME=VALUE] [-I DIR]`: run the front end.
+"""`python3 -m softswitch.check PROGRAM.p4 [-D NAME=VALUE] [-I DIR]`: front end and compiler.
 
+Both stages run, so "ok" means the softswitch will load the program (a construct the front
+end accepts but the compiler does not support yet is reported as `unsupported: ...`).
 Prints `ok: <summary>` on success; otherwise the error as
 `file:line:col: message`, the source line and a caret on stderr, exit 1.
 Never a Python traceback: this is what users see when their program is wrong.
@@ -48,6 +50,12 @@ def main(argv=None) -> int:
         return 1
     except RecursionError:
         print(f"{args.program}: error: program nests too deeply for the front end", file=sys.stderr)
+        return 1
+    from softswitch.compiler import compile_program
+    try:
+        compile_program(prog)
+    except P4Error as e:
+        print(e.format(), file=sys.stderr)
         return 1
     ms = (time.perf_counter() - start) * 1000
     print(f"ok: {args.program}: {summary(prog)} ({ms:.0f} ms)")
