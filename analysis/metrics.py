@@ -313,12 +313,24 @@ def switch_drops(summary: dict, rows: Sequence[dict] = (), switch_nodes: Iterabl
 
 # ---------------------------------------------------------------- over repetitions
 
-def mean_ci(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
-    """(mean, half-width of the normal-approximation 95% interval: z x sample std / sqrt(n));
-    half-width 0 for one value; nans ignored."""
+# Student's t, 97.5% quantile, for 1..30 degrees of freedom (two-sided 95% interval)
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    """The 97.5% quantile of Student's t with df degrees of freedom (1.96 beyond 30)."""
+    return T975[df - 1] if 1 <= df <= len(T975) else 1.96
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, half-width of the 95% confidence interval of the mean: t_{0.975, n-1} x sample
+    std / sqrt(n), Student's t because repetitions are few); half-width 0 for one value;
+    nans and None ignored."""
     v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
     if len(v) == 0:
         return float("nan"), float("nan")
     if len(v) == 1:
         return float(v[0]), 0.0
-    return float(v.mean()), float(z * v.std(ddof=1) / math.sqrt(len(v)))
+    return float(v.mean()), float(t975(len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))

@@ -148,11 +148,19 @@ def test_switch_drops_socket_overruns_plus_kernel_drops_on_switch_interfaces():
     assert M.switch_drops(summary, r, ["g1", "g2"]) == 5 + 3       # the host's drops are not a switch's
 
 
-def test_mean_ci_is_the_normal_95_interval():
+def test_mean_ci_is_the_student_t_95_interval():
     v = [1.0, 2.0, 4.0]
     m, h = M.mean_ci(v)
     assert m == pytest.approx(np.mean(v))
-    assert h == pytest.approx(1.96 * np.std(v, ddof=1) / np.sqrt(3))
+    assert h == pytest.approx(4.303 * np.std(v, ddof=1) / np.sqrt(3))    # t(0.975, 2 df)
+    # the interval covers the true mean about 95% of the time, even with 3 values
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(2000):
+        m, h = M.mean_ci(rng.normal(5.0, 2.0, 3))
+        hits += abs(m - 5.0) <= h
+    assert 0.93 < hits / 2000 < 0.97
+    assert M.t975(1) == 12.706 and M.t975(100) == 1.96
     assert M.mean_ci([5.0]) == (5.0, 0.0)
     assert all(math.isnan(x) for x in M.mean_ci([]))
 
