@@ -101,6 +101,17 @@ def series_stats(rows: Sequence[dict], x: str, y: str, series: str = "scheme"):
     return out
 
 
+def _log_x(ax, stats: dict) -> None:
+    """Log x axis labelled at the swept values (10, 20, 50, 100), not at powers of ten."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    xs = sorted({float(x) for xs, _, _ in stats.values() for x in xs})
+    ax.set_xscale("log")
+    if xs:
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+
+
 def _lines(ax, stats: dict) -> None:
     for s, (xs, m, ci) in stats.items():
         st = scheme_style(str(s))
@@ -113,11 +124,12 @@ def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", 
     """A line per scheme of metric y against axis x (mean and 95% interval over repetitions)."""
     with paper_style():
         fig, ax = new_figure()
-        _lines(ax, series_stats(rows, x, y, series))
+        stats = series_stats(rows, x, y, series)
+        _lines(ax, stats)
         ax.set_xlabel(xlabel or label(x))
         ax.set_ylabel(ylabel or label(y))
         if log_x:
-            ax.set_xscale("log")
+            _log_x(ax, stats)
         legend_above(ax, title or f"{label(y).split(' (')[0]} vs {_bare(label(x))}")
         note_dilation(ax, _dilation(rows))
     return fig
@@ -135,11 +147,13 @@ def fig_speedup(rows: Sequence[dict], axes: Sequence[str], x: str, baseline: str
     with paper_style():
         fig, ax = new_figure()
         ax.axhline(1.0, color="#777777", linestyle="--", linewidth=0.8, label=f"{base_label} (baseline)")
-        _lines(ax, series_stats(sp, x, "speedup", series))
+        stats = series_stats(sp, x, "speedup", series)
+        _lines(ax, stats)
         ax.set_xlabel(xlabel or label(x))
         ax.set_ylabel(f"Speedup over {base_label}")
+        ax.set_ylim(bottom=0)           # an interval below 0 says nothing a speedup can be
         if log_x:
-            ax.set_xscale("log")
+            _log_x(ax, stats)
         legend_above(ax, title or f"Speedup ({what}) vs {_bare(label(x))}")
         note_dilation(ax, _dilation(rows))
     return fig
