@@ -203,7 +203,8 @@ class SweepReport:
             # pair on the axes, with list-valued axes standing for their derived column
             pair_axes = [a for a in self.axes if a != "scheme"]
             name = f"speedup_vs_{_slug(x)}" if kind == "speedup" else f"scaling_{_slug(x)}"
-            return FigureJob(name, f"Speedup over {scheme_style(base)['label']} ({F.label(metric).lower()}) "
+            return FigureJob(name, f"Speedup over {scheme_style(base)['label']} in "
+                             f"{'time to accuracy' if metric.startswith('time_to') else 'time per iteration'} "
                              f"against {F.label(x)}, paired by repetition (mean and 95% interval).",
                              lambda: F.fig_speedup(ok, pair_axes, x, base, metric=metric,
                                                    log_x=spec.get("log_x", False), title=spec.get("title")))
