@@ -274,3 +274,16 @@ axes: {scheme: [ps, ring]}
     for r in rows:
         assert r["iterations"] == "2" and float(r["iteration_time_mean_s"]) > 0.09   # RTT 91 ms at least
         assert float(r["wan_bytes_per_iteration"]) > 4096 * 4      # the gradient crossed the WAN
+
+
+def test_eta_is_mean_time_of_points_run_this_session_times_points_left(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(S.time, "monotonic", lambda: now[0])
+    bar = S.SweepProgress(total=10, skipped=4, enabled=False)     # 4 done before a resume
+    assert bar.eta_s() is None                                    # nothing measured yet
+    now[0] += 30.0
+    bar.end_point({"status": "ok"})
+    now[0] += 10.0
+    bar.end_point({"status": "failed"})
+    # 2 points in 40 s -> 20 s each; 4 of 10 left
+    assert bar.eta_s() == pytest.approx(80.0) and bar.failed == 1 and bar.done == 6
