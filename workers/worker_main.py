@@ -75,7 +75,7 @@ def run(cfg: dict, log) -> int:
     log.log("comm_ready", setup_s=time.monotonic() - t0)
     it = 0
     try:
-        stop = False
+        stop, t_run = False, None
         while it < cfg["iterations"] and not stop:
             ts = log.log("iteration_start", iteration=it)["t"]
             sample = compute_sample(cfg["compute_time"], cfg.get("stragglers"), ident, it,
@@ -93,12 +93,15 @@ def run(cfg: dict, log) -> int:
             if cfg.get("duration_s"):
                 # BSP with a time limit: every worker must stop after the same iteration, so
                 # the "my time is up" flags ride along as one extra value and are summed too
-                up = float(time.monotonic() - t0 >= cfg["duration_s"])
+                # (counted from the end of iteration 0, the first moment all workers share:
+                # process start-up times differ)
+                up = float(t_run is not None and time.monotonic() - t_run >= cfg["duration_s"])
                 total = comm.allreduce(np.append(grad, np.float32(up)), it)
                 stop, total = bool(total[-1] > 0), total[:-1]
             else:
                 total = comm.allreduce(grad, it)
             te = log.log("last_result", iteration=it)["t"]
+            t_run = te if t_run is None else t_run
             segs1, retr1 = comm.tcp_counters()
             extra = {}
             if cfg.get("verify"):   # outside the timed span: every worker can rebuild the sum
