@@ -141,3 +141,43 @@ def test_communication_time_against_the_analytic_bound(tmp_path, scheme):
           f"{measured:.3f} s, bound {bound:.3f} s, measured/bound {ratio:.2f}")
     assert ratio >= 0.95, "faster than the bottleneck allows: the link emulation is wrong"
     assert ratio <= 2.0
+
+
+# ---------------------------------------------------------------- failure path
+def test_a_dead_server_ends_the_run_with_its_reason_not_a_hang(tmp_path):
+    """Kill the ps server mid-run: progress() reports it at once (the workers would
+    otherwise wait for their timeout), every worker stops, stop() leaves nothing behind."""
+    import time
+
+    from testbed.apps import RunContext, make_app
+    from testbed.lifecycle import started_network
+    from testbed.scenario import load_scenario
+    scn = load_scenario(str(REPO / "scenarios" / "quickstart.yaml"),
+                        ["scheme=ps", "iterations=1000", "duration_s=null"])
+    app = make_app("ps", {})
+    with started_network(RunOptions("<dead-server>", prefix="bk", show_progress=False), scn,
+                         tmp_path) as env:
+        (tmp_path / "events").mkdir()
+        ctx = RunContext(net=env["net"], graph=env["graph"], scenario=scn, run_dir=tmp_path,
+                         events_dir=tmp_path / "events", record=env["record"], iterations=1000,
+                         duration_s=None)
+        app.setup(ctx)
+        try:
+            app.start()
+            t0 = time.monotonic()
+            while not any(p.iterations >= 2 for p in app.progress()):
+                assert time.monotonic() - t0 < 60, "no progress before the kill"
+                time.sleep(0.1)
+            server = next(p for what, p in app.procs if " server " in what)
+            server.kill()
+            t_kill = time.monotonic()
+            while not all(p.finished for p in app.progress()):
+                assert time.monotonic() - t_kill < 10, "workers hang after the server died"
+                time.sleep(0.1)
+            errors = {p.worker: p.error for p in app.progress()}
+            assert all(errors.values()), errors
+            assert any("server ps0" in e or "connection closed" in e or "check its log" in e
+                       for e in errors.values()), errors
+        finally:
+            app.stop()
+        assert all(p.poll() is not None for _, p in app.procs)
