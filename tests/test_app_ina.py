@@ -37,7 +37,8 @@ def test_registered_for_both_schemes():
 
 @pytest.mark.parametrize("opts, msg", [
     ({"bogus": 1}, "unknown option"), ({"window": 0}, "window"), ({"window": "big"}, "window"),
-    ({"k": 48}, "32 or 64"), ({"job": 300}, "job"), ({"clip": 0}, "clip"), ({"check": "yes"}, "check")])
+    ({"k": 48}, "32 or 64"), ({"job": 300}, "job"), ({"clip": 0}, "clip"), ({"check": "yes"}, "check"),
+    ({"rto_margin_ms": -1}, "rto_margin_ms"), ({"rto_margin_ms": "big"}, "rto_margin_ms")])
 def test_bad_options_name_the_field(opts, msg):
     with pytest.raises(ValueError, match=msg):
         InaOptions.from_options("geo-ina", opts)
@@ -88,10 +89,16 @@ def test_worker_configs_load_as_worker_configs(tmp_path):
         assert w.n_workers == 6 and w.dilation == 2.0 and w.check is True
         assert w.client["initial_rto"] == pytest.approx(1.0)       # 500 ms x dilation 2
         assert w.client["window"] == 128 and w.client["k"] == 32
+        # auto margin: half the longest worker-root round trip (b -> a: 2 x 80 ms dilated, plus
+        # the intra-datacenter links, so about 80 ms), at least 100 ms
+        assert w.rto_margin_s == pytest.approx(0.1)
         assert not w.host_id.startswith("u") and w.host_id in h
     b = cfgs["uh2r1w1"]
     assert b["dc"] == "b" and b["client"]["agg_ip"] == "10.2.1.254" and b["stragglers"]["persistent"]
     assert [c["index"] for c in cfgs.values()] == list(range(6))
+    g.edges["ug1", "ug2"]["delay_ms"] = 400.0          # a far WAN: the margin follows the RTT
+    wide = worker_configs(g, scn, tree, InaOptions(), 32, tmp_path, tmp_path / "go", 3, None)
+    assert all(0.40 < c["rto_margin_s"] < 0.41 for c in wide.values())
 
 
 def test_progress_and_collect_from_event_logs(tmp_path):

@@ -63,7 +63,8 @@ def config(tmp_path, i, ip, **over):
                      "initial_rto": 0.05, "min_rto": 0.02},
              workload=MODEL, compute_time={"model": "normal", "mean_ms": 5.0, "std_ms": 1.0},
              stragglers={"persistent": [{"worker": 2, "factor": 3.0}]},
-             iterations=6, check=True, go_file=str(tmp_path / "go"), aggregate_timeout_s=60)
+             iterations=6, check=True, go_file=str(tmp_path / "go"), aggregate_timeout_s=60,
+             rto_margin_s=0.03)
     c.update(over)
     return WorkerConfig(**c)
 
@@ -92,6 +93,11 @@ def test_workers_train_through_the_p4_program_within_the_quantization_bound(tmp_
     # every worker saw the same aggregated sums, so the models agree
     accs = {w: [e["accuracy"] for e in ev if e["event"] == "iteration_end"] for w, ev in per.items()}
     assert accs["w0"] == accs["w1"] == accs["w2"]
+    # the timer stays at least the margin above the smoothed RTT
+    for ev in per.values():
+        for e in ev:
+            if e["event"] == "iteration_end" and e["srtt_s"] is not None:
+                assert e["rto_s"] >= e["srtt_s"] + 0.03 - 1e-9
     names = [e["event"] for e in per["w0"]]
     for ev in ("worker_start", "iteration_start", "compute_end", "first_send", "last_result",
                "iteration_end", "worker_end"):

@@ -56,6 +56,7 @@ class WorkerConfig:
     go_file: str | None = None             # start iteration 0 when this file exists
     go_timeout_s: float = 120.0
     aggregate_timeout_s: float | None = None
+    rto_margin_s: float | None = None      # RTO >= SRTT + this (None: the estimator's 1 ms)
 
     @classmethod
     def load(cls, path) -> "WorkerConfig":
@@ -106,6 +107,12 @@ def run(cfg: WorkerConfig) -> int:
     try:
         work = Workload(WorkloadSpec.from_scenario(cfg.workload, clip=cfg.clip), cfg.seed, cfg.n_workers)
         client = InaClient(ClientConfig(**cfg.client))
+        if cfg.rto_margin_s is not None:
+            # RFC 6298's clock granularity G is the RTO's floor above SRTT. Result times of
+            # a steady stream vary so little that 4 x RTTVAR decays to ~0 and RTO hugs SRTT;
+            # then a few ms of switch queueing times out the whole window. A margin of
+            # scheduling-noise size (tens of ms on a shared machine) keeps RTO above it.
+            client.rtt.granularity = cfg.rto_margin_s
         ident = WorkerIdentity(cfg.index, cfg.host_id, cfg.dc, cfg.compute_speed)
         exponent = quantize.choose_exponent(cfg.clip, cfg.n_workers)
         bound = quantize.sum_error_bound(exponent, cfg.n_workers)
