@@ -115,9 +115,10 @@ def reset_commands(window: int) -> list[str]:
 
 # ---------------------------------------------------------------- the run
 class Bench:
-    def __init__(self, k: int, work_dir: Path, min_rto_ms: float = 100.0, log=print):
+    def __init__(self, k: int, work_dir: Path, min_rto_ms: float = 100.0, rto_margin_ms: float = 100.0,
+                 log=print):
         self.k, self.dir, self.log = k, work_dir, log
-        self.min_rto = min_rto_ms / 1000.0
+        self.min_rto, self.rto_margin = min_rto_ms / 1000.0, rto_margin_ms / 1000.0
         self.g = bench_graph()
         self.net = None
         self.sw = None
@@ -187,7 +188,7 @@ class Bench:
                    "n_workers": len(hosts), "seed": 1, "events": str(sdir / f"{h}.jsonl"),
                    "client": asdict(client), "workload": {"kind": "synthetic", "parameters": n},
                    "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations,
-                   "go_file": str(go), "aggregate_timeout_s": 120.0}
+                   "go_file": str(go), "aggregate_timeout_s": 120.0, "rto_margin_s": self.rto_margin}
             (sdir / f"{h}.json").write_text(json.dumps(cfg))
             with open(sdir / f"{h}.log", "w") as out:
                 procs[h] = self.net[h].popen([sys.executable, "-m", "workers.ina_worker", "--config",
@@ -266,6 +267,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--min-rto-ms", type=float, default=100.0,
                     help="lower bound of the workers' retransmission timeout")
+    ap.add_argument("--rto-margin-ms", type=float, default=100.0,
+                    help="the workers' timeout is at least SRTT + this (docs/ina.md)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("error: `run.py bench ina` needs root (Mininet): run it as root")
@@ -273,7 +276,7 @@ def main(argv=None) -> int:
     cores = os.cpu_count() or 1
     steps = []
     with tempfile.TemporaryDirectory(prefix="gdml-bench-ina-") as tmp:
-        with Bench(a.k, Path(tmp), a.min_rto_ms) as b:
+        with Bench(a.k, Path(tmp), a.min_rto_ms, a.rto_margin_ms) as b:
             print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}), {N_WORKERS} workers, "
                   f"window {WINDOW}, {cores} cores (load average {os.getloadavg()[0]:.1f}); stepping "
                   "the per-worker link rate", flush=True)
