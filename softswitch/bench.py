@@ -394,15 +394,20 @@ def measure_workload_inproc(wl: Workload, seconds: float = 1.0) -> float:
             i[0] += 1
             return frames[i[0] % len(frames)]
     process = sw.process
-    n, t0 = 0, time.perf_counter()
-    end = t0 + seconds
-    while True:
-        for _ in range(256):
-            process(1, source(), n)
-        n += 256
-        t = time.perf_counter()
-        if t >= end:
-            return n / (t - t0)
+    best, now = 0.0, 0
+    for _ in range(3):   # best of three: a neighbour's burst on the shared machine is not the switch
+        n, t0 = 0, time.perf_counter()
+        end = t0 + seconds / 3
+        while True:
+            for _ in range(256):
+                now += 1
+                process(1, source(), now)
+            n += 256
+            t = time.perf_counter()
+            if t >= end:
+                break
+        best = max(best, n / (t - t0))
+    return best
 
 
 def measure_inproc() -> dict[str, float]:
