@@ -36,7 +36,7 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 
 
 STAT_KEYS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_errors", "oversized",
              "errors", "assert_failures", "clones", "resubmits", "recirculations", "multicast_copies",
-             "loop_limit_drops")
+             "loop_limit_drops", "digests")
 
 
 def _worth_logging(n: int) -> bool:
@@ -54,6 +54,7 @@ class Switch:
         self.log = log if log is not None else logging.getLogger(f"softswitch.s{device_id}")
         self.stats = {k: 0 for k in STAT_KEYS}
         self.digests: list = []
+        self._digests_seen = 0
         self.logs: list = []
         self.errors = self.pipe.errors
 
@@ -94,10 +95,26 @@ class Switch:
                 for m in self.logs:
                     self.log.info("log_msg: %s", m)
                 self.logs.clear()
+            if self.digests:
+                self._log_digests()
         st["packets_out"] += len(out)
         if not out:
             st["dropped"] += 1
         return out
+
+    DIGESTS_KEPT = 1024
+
+    def _log_digests(self) -> None:
+        """digest() goes to the log (simple_switch sends it to a learning client, which the
+        testbed has no use for); the newest DIGESTS_KEPT stay in .digests for inspection."""
+        new = self.digests[self._digests_seen:]
+        for name, values in new:
+            self.stats["digests"] += 1
+            if _worth_logging(self.stats["digests"]):
+                self.log.info("digest %s: %s", name, values)
+        if len(self.digests) > 2 * self.DIGESTS_KEPT:
+            del self.digests[:-self.DIGESTS_KEPT]
+        self._digests_seen = len(self.digests)
 
     # ------------------------------------------------------------------ passes
     def _preserve(self, meta, fl):
