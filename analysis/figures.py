@@ -139,6 +139,7 @@ def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", 
         _lines(ax, stats, log_x)
         ax.set_xlabel(xlabel or label(x))
         ax.set_ylabel(ylabel or label(y))
+        ax.set_ylim(bottom=0)           # times, rates and bytes: intervals below 0 say nothing
         if log_x:
             _log_x(ax, stats)
         legend_above(ax, title or f"{label(y).split(' (')[0]} vs {_bare(label(x))}")
