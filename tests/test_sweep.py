@@ -287,3 +287,11 @@ def test_eta_is_mean_time_of_points_run_this_session_times_points_left(monkeypat
     bar.end_point({"status": "failed"})
     # 2 points in 40 s -> 20 s each; 4 of 10 left
     assert bar.eta_s() == pytest.approx(80.0) and bar.failed == 1 and bar.done == 6
+
+
+def test_run_py_validate_accepts_sweep_files_and_names_a_bad_point(tmp_path):
+    from testbed.validate import validate_file
+    assert validate_file(REPO / "scenarios" / "sweep-bandwidth.yaml") is None
+    bad = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, allreduce]}\n")
+    err = validate_file(bad)
+    assert err.startswith(f"{bad}: point p0001-r0 {{'scheme': 'allreduce'}}: ") and "unknown scheme 'allreduce'" in err
