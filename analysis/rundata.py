@@ -18,21 +18,7 @@ import numpy as np
 import yaml
 
 from analysis import metrics as M
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """JSON lines; a torn last line (worker killed mid-write) is skipped."""
-    out = []
-    try:
-        text = path.read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+from workers.events import read_events as read_jsonl
 
 
 def is_run_dir(path: Path) -> bool:

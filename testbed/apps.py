@@ -12,12 +12,13 @@ iperf3 measured. Worker drivers are testbed.iperf_worker processes inside the ho
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from workers.events import read_events
 
 IPERF_PORT = 5201
 
@@ -71,21 +72,6 @@ class App(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Kill every process the app started (idempotent; called on every exit path)."""
-
-
-def read_events(path: Path) -> list[dict]:
-    """Events of one worker; a torn last line (worker killed mid-write) is ignored."""
-    out = []
-    try:
-        text = path.read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def ring_peers(graph) -> dict[str, str]:

@@ -74,6 +74,7 @@ def _plain(v):
 
 
 def read_events(path) -> list[dict]:
+    """Events of one worker (or any JSON-lines file); a torn last line is skipped."""
     out = []
     try:
         text = Path(path).read_text()
