@@ -155,9 +155,15 @@ def _write_record(folder: Path, rec: dict) -> None:
     os.replace(tmp, d / "point.json")
 
 
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+def _one_line(e: BaseException, limit: int = 400) -> str:
+    """The error for one table cell: its first line and, when it goes on (a switch's log
+    tail), its last line, which usually says why."""
+    lines = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
+    text = lines[0] if lines else ""
+    if len(lines) > 1:
+        text = f"{text.rstrip(':')}: ... {lines[-1]}"
+    text = f"{type(e).__name__}: {text}".rstrip(": ")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
