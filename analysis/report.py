@@ -344,6 +344,9 @@ def _short_axis(a: str) -> str:
 
 def _fmt_axis(v) -> str:
     if isinstance(v, list):
+        if v and all(isinstance(d, dict) and "name" in d for d in v):   # a datacenters list
+            workers = sum(int(d.get("racks", 1)) * int(d.get("workers_per_rack", 1)) for d in v)
+            return f"{len(v)} DCs, {workers} workers"
         return f"{len(v)} entries"
     return str(v)
 
