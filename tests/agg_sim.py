@@ -29,6 +29,11 @@ class Faults:
     reorder_ms: float = 0.0    # uniform extra delay 0..reorder_ms per delivery
     seed: int = 0
     kinds: tuple = ("access", "uplink", "wan")   # link kinds the faults apply to
+    # A bottleneck: links of these kinds serialize rate_pps packets per second per
+    # direction behind a drop-tail queue of queue_pkts packets (0 = no bottleneck).
+    rate_pps: float = 0.0
+    queue_pkts: int = 0
+    queue_kinds: tuple = ("wan",)
 
 
 @dataclass
@@ -37,6 +42,7 @@ class SimStats:
     lost: int = 0
     duplicated: int = 0
     switch_packets: int = 0
+    queue_drops: int = 0        # tail drops at a full bottleneck queue
 
 
 @dataclass
@@ -57,10 +63,18 @@ class Sim:
             for sw, p in a["ports"].items():
                 self.port_peer[(sw, p)] = v if sw == u else u
         self.host_ip = {n: a["ip"] for n, a in self.g.nodes(data=True) if a["role"] == "host"}
+        self.link_free = {}             # (frm, to) -> when the bottleneck's line is idle again
 
     # ---------------------------------------------------------------- links
     def _send(self, frm: str, to: str, frame: bytes, faults: bool = True):
         a = self.g.edges[frm, to]
+        start = self.now
+        if self.faults.rate_pps and a["kind"] in self.faults.queue_kinds:
+            free = max(self.now, self.link_free.get((frm, to), 0.0))
+            if (free - self.now) * self.faults.rate_pps >= self.faults.queue_pkts:
+                self.stats.queue_drops += 1
+                return
+            start = self.link_free[(frm, to)] = free + 1 / self.faults.rate_pps
         copies = 1
         faults = faults and a["kind"] in self.faults.kinds
         if faults and self.rng.random() < self.faults.loss:
@@ -70,7 +84,7 @@ class Sim:
             copies, self.stats.duplicated = 2, self.stats.duplicated + 1
         for _ in range(copies):
             delay = a["delay_ms"] + (self.rng.uniform(0, self.faults.reorder_ms) if faults else 0)
-            heapq.heappush(self.queue, (self.now + delay / 1000, next(self.tie), frm, to, frame))
+            heapq.heappush(self.queue, (start + delay / 1000, next(self.tie), frm, to, frame))
 
     def _host_send(self, host: str, sends):
         a = self.g.nodes[host]

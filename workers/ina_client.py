@@ -15,6 +15,12 @@ continue across calls to start(); chunk seq uses slot seq % W with generation
 seq // W + 1, so every worker of the job names the same chunk the same way.
 Chunk j may be sent once chunk j - W (same slot, previous generation) has its
 result: a slot copy is reused only after everyone below has finished with it.
+
+Congestion control (workers/congestion.py, ATP/TCP-like AIMD): the slots W bound what
+may be in flight, the congestion window cwnd <= W bounds what is. A chunk whose timer
+fires leaves the pipe and waits in a retransmission queue; queued retransmissions go
+first, new chunks after, both only while fewer than cwnd chunks are in flight. So a
+loss burst is not answered by a burst of the same size.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import numpy as np
 
 from workers import agg_packet as wire
 from workers.chunking import num_chunks, reassemble, split
+from workers.congestion import Aimd
 from workers.rtt import RttEstimator
 
 
@@ -44,6 +51,8 @@ class ClientConfig:
     min_rto: float = 0.005
     max_rto: float = 10.0
     max_retransmissions: int = 50
+    congestion_control: bool = True     # False: cwnd = window always (fixed window)
+    initial_cwnd: int = 16              # packets in flight before the first results
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -51,6 +60,8 @@ class ClientConfig:
         if not 0 <= self.sender < self.fan_in <= 32:
             raise ValueError(f"need 0 <= sender < fan_in <= 32 (got sender {self.sender}, "
                              f"fan_in {self.fan_in})")
+        if self.initial_cwnd < 1:
+            raise ValueError(f"initial_cwnd must be at least 1 packet (got {self.initial_cwnd})")
         if self.k not in (32, 64):
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
 
@@ -79,6 +90,7 @@ class ClientStats:
     bad_packets: int = 0        # not decodable, wrong job, or offset mismatch
     bytes_sent: int = 0
     bytes_received: int = 0
+    cwnd_decreases: int = 0     # multiplicative decreases (at most one per round trip)
 
 
 @dataclass
@@ -91,6 +103,9 @@ class _Iteration:
     sent_at: list = field(default_factory=list)
     retries: list = field(default_factory=list)
     deadline: list = field(default_factory=list)
+    last_tx: list = field(default_factory=list)     # time of the latest transmission
+    lost: list = field(default_factory=list)        # heap of timed-out chunks to re-send
+    in_flight: int = 0                              # sent, no result, not timed out
     results: dict = field(default_factory=dict)
     next_to_send: int = 0
     overflow: bool = False
@@ -108,6 +123,9 @@ class InaClient:
         # coming is not backed off (other chunks prove the path works); a stall (link
         # down, congestion, unprogrammed switch) backs off exponentially.
         self._stalls = 0
+        w = cfg.window
+        self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
+                       ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control)
 
     # ------------------------------------------------------------- inputs
     def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
@@ -119,7 +137,7 @@ class InaClient:
         n = len(chunks)
         self._it = _Iteration(self.next_seq, int(np.asarray(values).size), chunks, exps,
                               wire.DATA | (wire.OVERFLOW if overflow else 0),
-                              [None] * n, [0] * n, [None] * n)
+                              [None] * n, [0] * n, [None] * n, [None] * n)
         self.next_seq += n
         self._timers = []
         return self._send_ready(now)
@@ -141,13 +159,17 @@ class InaClient:
         it.results[j] = f.values
         it.overflow |= bool(f.flags & wire.OVERFLOW)
         self.stats.results += 1
+        if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
+            it.in_flight -= 1
+        it.deadline[j] = None
+        self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
         self._stalls = 0
         return self._send_ready(now)
 
     def on_timer(self, now: float) -> list[Send]:
-        it, out = self._it, []
+        it = self._it
         if self._timers and self._timers[0][0] <= now and it is not None and \
                 any(d <= now and j not in it.results and it.deadline[j] == d for d, j in self._timers):
             self._stalls += 1
@@ -160,10 +182,14 @@ class InaClient:
                     f"job {self.cfg.job}: chunk at offset {it.chunks[j][0]} got no result after "
                     f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
                     "are programmed for this job (control/agg_entries.py) and routes reach it")
-            it.retries[j] += 1
-            self.stats.retransmissions += 1
-            out.append(self._transmit(j, now, wire.RETX))
-        return out
+            # The copy left the pipe (lost, or stuck behind a slower worker): it no longer
+            # counts against cwnd, and the window shrinks once per round trip.
+            it.deadline[j] = None
+            it.in_flight -= 1
+            heapq.heappush(it.lost, j)
+            if self.cc.on_loss(it.last_tx[j], now):
+                self.stats.cwnd_decreases += 1
+        return self._send_ready(now) if it is not None else []
 
     # ------------------------------------------------------------ outputs
     def next_deadline(self) -> float | None:
@@ -194,8 +220,16 @@ class InaClient:
 
     # ------------------------------------------------------------ internals
     def _send_ready(self, now: float) -> list[Send]:
+        """Queued retransmissions first, then new chunks, while cwnd allows."""
         it, w, out = self._it, self.cfg.window, []
-        while it.next_to_send < len(it.chunks) and \
+        while it.lost and it.in_flight < self.cc.allowed():
+            j = heapq.heappop(it.lost)
+            if j in it.results:
+                continue                    # a late result answered it meanwhile
+            it.retries[j] += 1
+            self.stats.retransmissions += 1
+            out.append(self._transmit(j, now, wire.RETX))
+        while it.next_to_send < len(it.chunks) and it.in_flight < self.cc.allowed() and \
                 (it.next_to_send < w or (it.next_to_send - w) in it.results):
             out.append(self._transmit(it.next_to_send, now, 0))
             it.next_to_send += 1
@@ -210,6 +244,8 @@ class InaClient:
                               int(it.exponents[j]), vals)
         if it.sent_at[j] is None:
             it.sent_at[j] = now
+        it.last_tx[j] = now
+        it.in_flight += 1
         it.deadline[j] = now + self.rtt.backed_off(min(self._stalls, it.retries[j]))
         heapq.heappush(self._timers, (it.deadline[j], j))
         self.stats.sent += 1

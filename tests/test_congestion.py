@@ -1,0 +1,115 @@
+"""Congestion control of the aggregation worker: the AIMD rule alone, the client's
+pipe accounting, and the whole protocol in the simulated network where loss comes
+from a finite drop-tail queue at a WAN bottleneck (tests/agg_sim.py)."""
+import numpy as np
+import pytest
+
+from control.agg_tree import build_tree
+from tests.agg_sim import Faults, build_sim, expected_sums, random_tensors
+from tests.agg_switches import factory
+from tests.agg_topo import graph
+from tests.test_ina_client import client, result_for
+from workers import agg_packet as ap
+from workers.congestion import Aimd
+
+
+def test_slow_start_doubles_then_additive_increase():
+    cc = Aimd(cwnd=2, ssthresh=8, max_cwnd=64)
+    for _ in range(2):
+        cc.on_result()
+    assert cc.cwnd == 4                              # +1 per result: x2 per window
+    for _ in range(4):
+        cc.on_result()
+    assert cc.cwnd == 8
+    for _ in range(8):                               # one window of results: about +1
+        cc.on_result()
+    assert 8.9 < cc.cwnd < 9.0
+
+
+def test_one_decrease_per_round_trip_never_below_one_never_above_max():
+    cc = Aimd(cwnd=40, ssthresh=64, max_cwnd=64)
+    assert cc.on_loss(sent_at=1.0, now=2.0) and cc.cwnd == 20 and cc.ssthresh == 20
+    assert not cc.on_loss(sent_at=1.5, now=2.1)      # same window: same congestion event
+    assert cc.cwnd == 20
+    for t in range(3, 20):                           # each loss of a later copy halves
+        cc.on_loss(sent_at=t, now=t + 0.5)
+    assert cc.cwnd == 1 and cc.allowed() == 1
+    for _ in range(10000):
+        cc.on_result()
+    assert cc.cwnd == 64
+    with pytest.raises(ValueError, match="cwnd"):
+        Aimd(cwnd=0, ssthresh=8, max_cwnd=8)
+
+
+def test_disabled_is_a_fixed_window():
+    cc = Aimd(cwnd=32, ssthresh=32, max_cwnd=32, enabled=False)
+    assert not cc.on_loss(0.0, 1.0)
+    cc.on_result()
+    assert cc.allowed() == 32
+
+
+def test_client_starts_with_initial_cwnd_and_grows_with_results():
+    c = client(window=64, initial_cwnd=4)
+    out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    assert len(out) == 4
+    more = c.on_packet(result_for(out[0].payload), 0.1)
+    assert len(more) == 2                            # one replaces the result, one is growth
+    assert client(window=64, congestion_control=False).start(
+        np.arange(100 * 32, dtype=np.int32), 0.0).__len__() == 64
+    with pytest.raises(ValueError, match="initial_cwnd"):
+        client(initial_cwnd=0)
+
+
+def test_timeouts_halve_once_and_retransmit_within_cwnd():
+    c = client(window=64, initial_cwnd=8, initial_rto=0.5, min_rto=0.01)
+    out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    assert len(out) == 8
+    retx = c.on_timer(0.5)                           # all 8 time out together: one loss event
+    assert c.cc.cwnd == 4 and c.stats.cwnd_decreases == 1
+    assert len(retx) == 4 and all(ap_flags(s) & ap.RETX for s in retx)
+    assert c.stats.retransmissions == 4
+    # a late result of a copy still waiting to be re-sent: accepted, never re-sent
+    late = c.on_packet(result_for(out[6].payload), 0.6)
+    assert 6 in c._it.results and all(offset(s) != 6 * 32 for s in late)
+
+
+def ap_flags(s):
+    return ap.decode(s.payload).flags
+
+
+def offset(s):
+    return ap.decode(s.payload).offset
+
+
+def _bottleneck_run(cc: bool, seed=3):
+    """2 datacenters x 4 workers, geo-ina, window 128 slots; WAN 2000 packets/s per
+    direction behind a 24-packet drop-tail queue (BDP of the 40 ms round trip: 80)."""
+    g = graph(2, 1, 4, delays={(1, 2): 20})
+    tree = build_tree(g, job=1, scheme="geo-ina", root=1, window=128)
+    faults = Faults(seed=seed, rate_pps=2000, queue_pkts=24)
+    sim = build_sim(g, factory("model"), [tree], faults, congestion_control=cc,
+                    initial_rto=0.3, min_rto=0.05, max_rto=2.0, max_retransmissions=200)
+    for it in range(2):
+        tensors = random_tensors([tree], 600 * 32, seed + it)
+        t0 = sim.now
+        sim.start(tensors)
+        got = sim.run(until=sim.now + 600)
+        want = expected_sums([tree], tensors)
+        for (job, host), r in got.items():
+            np.testing.assert_array_equal(r.astype(np.int64), want[job], err_msg=host)
+    retx = sum(c.stats.retransmissions for c in sim.clients.values())
+    sent = sum(c.stats.sent for c in sim.clients.values())
+    return sim.now - t0, sim.stats.queue_drops, retx / sent
+
+
+def test_aimd_avoids_queue_overflow_at_a_wan_bottleneck():
+    t_fixed, drops_fixed, retx_fixed = _bottleneck_run(cc=False)
+    t_aimd, drops_aimd, retx_aimd = _bottleneck_run(cc=True)
+    print(f"fixed window: {t_fixed:.3f} s, {drops_fixed} queue drops, {retx_fixed:.1%} retx; "
+          f"AIMD: {t_aimd:.3f} s, {drops_aimd} drops, {retx_aimd:.1%} retx")
+    assert drops_fixed > 100                         # the model does overflow without cc
+    assert drops_aimd < drops_fixed / 4
+    assert retx_aimd < retx_fixed / 4
+    assert t_aimd < t_fixed                          # and the iteration is faster
+    # the floor: 600 partials up + 600 results down over 2000 pkt/s, plus one RTT
+    assert t_aimd > 600 / 2000
