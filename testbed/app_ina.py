@@ -39,6 +39,10 @@ scheme_options (all optional):
               retransmissions with the estimator's 1 ms, 24 % with 100 ms, 0 with 300 ms
               (iterations 20.3 -> 13.0 s emulated)
   max_retransmissions  per chunk before the worker gives up (default 50)
+  congestion_control  true (default): AIMD congestion window below the slots
+              (workers/congestion.py); false: every worker keeps `window` chunks in flight.
+              A fixed window bursts window x fan-in packets into a shaped WAN queue
+              (docs/ina.md, "Congestion control")
   clip     elementwise gradient clipping bound shared by all workers (default 4.0)
   check    compare every aggregated sum with the float reference (default false: it
            costs each worker n gradient computations per iteration)
@@ -68,6 +72,7 @@ class InaOptions:
     min_rto_ms: float = 100.0
     rto_margin_ms: float | str = "auto"
     max_retransmissions: int = 50
+    congestion_control: bool = True
     clip: float = 4.0
     check: bool = False
 
@@ -93,6 +98,9 @@ class InaOptions:
                 or o.max_retransmissions < 1:
             raise ValueError("scheme_options: timeout_ms, min_rto_ms and clip must be > 0, "
                              "max_retransmissions >= 1")
+        if not isinstance(o.congestion_control, bool):
+            raise ValueError("scheme_options.congestion_control must be true or false "
+                             f"(got {o.congestion_control!r})")
         if not isinstance(o.check, bool):
             raise ValueError(f"scheme_options.check must be true or false (got {o.check!r})")
         return o
@@ -157,7 +165,8 @@ def worker_configs(graph, scenario, tree, opts: InaOptions, k: int, events_dir: 
         a = graph.nodes[h]
         client = ClientConfig.for_worker(tree, h, k=k, initial_rto=opts.timeout_ms * s / 1000.0,
                                          min_rto=min(opts.min_rto_ms, opts.timeout_ms * s) / 1000.0,
-                                         max_retransmissions=opts.max_retransmissions)
+                                         max_retransmissions=opts.max_retransmissions,
+                                         congestion_control=opts.congestion_control)
         out[h] = {"worker": h, "index": a["worker_index"], "host_id": unprefixed_host_id(a),
                   "dc": a["dc"], "ip": a["ip"], "n_workers": len(tree.workers), "seed": scenario.seed,
                   "events": str(events_dir / f"{h}.jsonl"), "client": asdict(client),

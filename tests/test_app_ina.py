@@ -38,7 +38,8 @@ def test_registered_for_both_schemes():
 @pytest.mark.parametrize("opts, msg", [
     ({"bogus": 1}, "unknown option"), ({"window": 0}, "window"), ({"window": "big"}, "window"),
     ({"k": 48}, "32 or 64"), ({"job": 300}, "job"), ({"clip": 0}, "clip"), ({"check": "yes"}, "check"),
-    ({"rto_margin_ms": -1}, "rto_margin_ms"), ({"rto_margin_ms": "big"}, "rto_margin_ms")])
+    ({"rto_margin_ms": -1}, "rto_margin_ms"), ({"rto_margin_ms": "big"}, "rto_margin_ms"),
+    ({"congestion_control": "aimd"}, "congestion_control")])
 def test_bad_options_name_the_field(opts, msg):
     with pytest.raises(ValueError, match=msg):
         InaOptions.from_options("geo-ina", opts)
@@ -89,6 +90,7 @@ def test_worker_configs_load_as_worker_configs(tmp_path):
         assert w.n_workers == 6 and w.dilation == 2.0 and w.check is True
         assert w.client["initial_rto"] == pytest.approx(1.0)       # 500 ms x dilation 2
         assert w.client["window"] == 128 and w.client["k"] == 32
+        assert w.client["congestion_control"] is True
         # auto margin: half the longest worker-root round trip (b -> a: 2 x 80 ms dilated, plus
         # the intra-datacenter links, so about 80 ms), at least 100 ms
         assert w.rto_margin_s == pytest.approx(0.1)

@@ -160,7 +160,8 @@ def run(cfg: WorkerConfig) -> int:
                     bytes_sent=s.bytes_sent - before[2], bytes_received=s.bytes_received - before[3],
                     duplicate_results=s.duplicate_results - before[4], overflow=client.overflow,
                     batch_loss=batch_loss, loss=loss, accuracy=acc, srtt_s=client.rtt.srtt,
-                    rto_s=client.rtt.rto, **extra)
+                    rto_s=client.rtt.rto, cwnd=client.cc.cwnd,
+                    cwnd_decreases=client.stats.cwnd_decreases, **extra)
             done_its = it = it + 1
         # CPU seconds of this process since the start signal: shows when workers, not the
         # network, limit the rate (bench/ina.py)
