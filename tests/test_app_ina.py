@@ -4,7 +4,8 @@ import json
 import pytest
 
 from control.agg_tree import build_tree
-from testbed.app_ina import InaOptions, auto_window, check_program, program_k, worker_configs
+from testbed.app_ina import (InaOptions, auto_window, check_program, longest_rtt_ms, program_k,
+                             rto_floor_ms, worker_configs)
 from testbed.apps import make_app
 from testbed.dilation import dilate_graph
 from testbed.scenario import parse_scenario
@@ -101,6 +102,11 @@ def test_worker_configs_load_as_worker_configs(tmp_path):
     g.edges["ug1", "ug2"]["delay_ms"] = 400.0          # a far WAN: the margin follows the RTT
     wide = worker_configs(g, scn, tree, InaOptions(), 32, tmp_path, tmp_path / "go", 3, None)
     assert all(0.40 < c["rto_margin_s"] < 0.41 for c in wide.values())
+    # the timeout floor: the longest worker-root round trip + the margin
+    floor = rto_floor_ms(InaOptions(), g, tree) / 1000.0
+    assert floor == pytest.approx(longest_rtt_ms(g, tree) / 1000.0 + 0.405, abs=0.005)
+    assert all(c["client"]["min_rto"] == pytest.approx(floor) for c in wide.values())
+    assert all(c["client"]["initial_rto"] >= c["client"]["min_rto"] for c in wide.values())
 
 
 def test_progress_and_collect_from_event_logs(tmp_path):

@@ -92,3 +92,17 @@ def test_parse_htb_rate():
     assert linkemu.parse_htb_rate_bps(text) == 750e3
     assert linkemu.parse_htb_rate_bps("class htb 5:1 root prio 0 rate 12345Mbit ceil") == 12345e6
     assert linkemu.parse_htb_rate_bps("") is None
+
+
+def test_htb_leaf_holds_a_bdp_in_bytes_whatever_the_frame_size():
+    # 10 Mbps x 2 x 20 ms = 50 kB: 34 MTU frames, raised to the 64-frame floor = 96896 B,
+    # i.e. 308 aggregation frames of 314 B (a packet limit of 64 would hold 20 kB of them)
+    p = linkemu.plan(two_dc_graph(), "userspace")
+    wan = p.intf("g1-eth2")
+    assert wan.queue_bytes == linkemu.queue_bytes(10, 20) == 64 * 1514
+    assert linkemu.queue_bytes(100, 50) == 826 * 1514
+    cmds = linkemu.shape_commands(wan)
+    assert cmds[-1].endswith(f"handle 10: bfifo limit {64 * 1514}")
+    assert not any("pfifo" in c for c in cmds)
+    old = linkemu.IntfShape("g1", "g1-eth2", 2, False, 10.0, 100, None)   # no byte limit given
+    assert linkemu.shape_commands(old)[-1].endswith(f"bfifo limit {100 * 1514}")

@@ -103,6 +103,7 @@ class IntfShape:
     rate_mbps: float | None    # htb rate, None = unshaped
     queue_pkts: int
     netem: Impair | None       # netem mode only
+    queue_bytes: int = 0       # byte limit of the htb leaf queue (0: queue_pkts MTU frames)
 
 
 @dataclass
@@ -136,6 +137,14 @@ def queue_packets(rate_mbps: float | None, delay_ms: float) -> int:
     return max(MIN_QUEUE_PKTS, math.ceil(rate_mbps * 1e6 * rtt_s / (8 * MTU_FRAME)))
 
 
+def queue_bytes(rate_mbps: float | None, delay_ms: float) -> int:
+    """The same bandwidth-delay product in bytes. The htb leaf counts bytes (bfifo), not
+    packets: a packet limit sized in MTU frames holds only a fifth of a BDP of 314-byte
+    aggregation frames (k = 64), and a geo-ina burst of partial sums overflowed it
+    (softswitch tx_errors) while ps's TCP segments fitted."""
+    return queue_packets(rate_mbps, delay_ms) * MTU_FRAME
+
+
 def _check_edge(u, v, d):
     for key in ("bandwidth_mbps", "delay_ms", "jitter_ms", "loss_pct"):
         val = d.get(key) or 0
@@ -165,7 +174,7 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
             port = None if is_host else d["ports"][n]
             netem = imp if (mode == "netem" and not imp.is_zero()) else None
             result.intfs.append(IntfShape(n, intf_name(graph, n, peer), port, is_host,
-                                          rate, q, netem))
+                                          rate, q, netem, queue_bytes(rate, imp.delay_ms)))
             if mode != "userspace" or is_host:
                 continue
             if host_link:
@@ -222,7 +231,8 @@ def shape_commands(s: IntfShape) -> list[str]:
             args += f" loss {n.loss_pct}%"
         cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: netem {args} limit {s.queue_pkts}")
     elif s.rate_mbps:
-        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: pfifo limit {s.queue_pkts}")
+        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: bfifo limit "
+                    f"{s.queue_bytes or s.queue_pkts * MTU_FRAME}")
     return cmds
 
 
