@@ -18,11 +18,12 @@ with what to change.
 
 scheme_options (all optional):
   root     datacenter name or index of the global aggregation point (default: best total RTT)
-  window   slots per aggregation point = packets in flight per worker: an integer, or
-           "auto" (default): the bandwidth-delay product of the slowest WAN link and the
-           longest worker-to-root round trip, in packets, rounded up to a power of two and
-           kept in 64..512 (above 512 the software switches' CPU, not the window, limits;
-           bursts of larger windows overflow their receive buffers)
+  window   slots per aggregation point = most packets in flight per worker: an integer,
+           or "auto" (default): the bandwidth-delay product of the slowest WAN link and the
+           longest worker-to-root round trip, in packets, rounded up to a power of two,
+           kept in 64..1024 and within the switch's slots (AGG_SLOTS / points on one
+           switch). The congestion window (congestion_control) decides how much of it
+           is used.
   k        values per packet, 32 or 64 (default: the switch's AGG_K define, else 32)
   job      job id 0..255 (default 1)
   timeout_ms  initial retransmission timeout before RTT samples exist, real-world ms
@@ -108,23 +109,30 @@ class InaOptions:
         return o
 
 
-AUTO_WINDOW_MIN, AUTO_WINDOW_MAX = 64, 512
+AUTO_WINDOW_MIN, AUTO_WINDOW_MAX = 64, 1024
 
 
 def frame_bytes(k: int) -> int:
     return 14 + 20 + 8 + 16 + 4 * k
 
 
-def auto_window(graph, tree, k: int) -> int:
+def auto_window(graph, tree, k: int, slots: int | None = None) -> int:
     """Packets per worker in flight that fill the slowest WAN link over the longest
-    worker -> root -> worker round trip (dilated graph), as a power of two in 64..512."""
+    worker -> root -> worker round trip (dilated graph), as a power of two in 64..1024,
+    and no more than a switch's slots allow for the points it hosts (`slots`: the
+    program's AGG_SLOTS). The congestion window (workers/congestion.py) keeps a large
+    window from bursting into the WAN queues; without it 512 was the safe cap."""
     import math
+    from collections import Counter
+    from control.agg_entries import DEFAULT_SLOTS
     rtt_s = longest_rtt_ms(graph, tree) / 1000.0
     wan = [a["bandwidth_mbps"] for _, _, a in graph.edges(data=True) if a["kind"] == "wan"]
     rate = min(wan) if wan else min(a["bandwidth_mbps"] for _, _, a in graph.edges(data=True))
     bdp = rate * 1e6 / 8 * rtt_s / frame_bytes(k)
     w = 2 ** math.ceil(math.log2(max(bdp, 1.0)))
-    return int(min(AUTO_WINDOW_MAX, max(AUTO_WINDOW_MIN, w)))
+    per_switch = max(Counter(p.switch for p in tree.points.values()).values())
+    fit = 2 ** int(math.log2((slots or DEFAULT_SLOTS) // per_switch))
+    return int(min(AUTO_WINDOW_MAX, fit, max(AUTO_WINDOW_MIN, w)))
 
 
 def longest_rtt_ms(graph, tree) -> float:

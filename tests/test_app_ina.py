@@ -73,8 +73,20 @@ def test_auto_window_is_the_wan_bdp_in_packets():
     assert 10e6 / 8 * (4 * 5e-3) / 186 == pytest.approx(134, abs=1)   # BDP at 5 ms real delay
     assert window_for(5.0) == 256                                        # next power of two
     assert window_for(5.0, k=64) == 128                                  # bigger frames: fewer
-    assert window_for(40.0) == 512                                       # capped (BDP 1075)
+    assert window_for(40.0) == 1024                                      # capped (BDP 1075)
     assert window_for(0.5) == 64                                         # floor
+
+
+def test_auto_window_fits_the_switch_slots():
+    scn = scenario().model_copy(deep=True)
+    scn.wan.default.delay_ms = 40.0
+    g = dilate_graph(build_graph(scn, prefix="u"))
+    tree = build_tree(g, scheme="geo-ina", root="a")
+    most = max(sum(p.switch == s for p in tree.points.values()) for s in {p.switch for p in tree.points.values()})
+    assert most == 1                                 # one point per switch in this tree
+    assert auto_window(g, tree, 32, slots=512) == 512
+    assert auto_window(g, tree, 32, slots=700) == 512    # powers of two only
+    assert auto_window(g, tree, 32, slots=8192) == 1024
 
 
 def test_worker_configs_load_as_worker_configs(tmp_path):
