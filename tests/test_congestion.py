@@ -113,3 +113,28 @@ def test_aimd_avoids_queue_overflow_at_a_wan_bottleneck():
     assert t_aimd < t_fixed                          # and the iteration is faster
     # the floor: 600 partials up + 600 results down over 2000 pkt/s, plus one RTT
     assert t_aimd > 600 / 2000
+
+
+def test_decrease_undone_when_every_timed_out_chunk_was_only_late():
+    c = client(window=64, initial_cwnd=16, initial_rto=0.5, min_rto=0.01)
+    out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    for s in out[:12]:                               # 12 answered: slow start sends 24 more
+        c.on_packet(result_for(s.payload), 0.3)
+    assert c.cc.cwnd == 28 and c._it.in_flight == 28
+    assert c.on_timer(0.5) == []                     # 4 time out; 24 in flight >= cwnd 14
+    assert c.cc.cwnd == 14 and c.stats.cwnd_decreases == 1
+    sent = []
+    for s in out[12:]:                               # ... and answer late: delay, not loss
+        sent += c.on_packet(result_for(s.payload), 0.55)
+    assert c.stats.cwnd_undos == 1 and c.cc.cwnd >= 28 and c.cc.ssthresh == 64
+    assert c.stats.retransmissions == 0 and not any(ap_flags(s) & ap.RETX for s in sent)
+
+
+def test_no_undo_once_a_timed_out_chunk_was_resent():
+    c = client(window=64, initial_cwnd=4, initial_rto=0.5, min_rto=0.01)
+    out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    rx = c.on_timer(0.5)                             # 4 time out, cwnd 2: 2 re-sent
+    assert len(rx) == 2 and c.cc.cwnd == 2
+    for s in out:
+        c.on_packet(result_for(s.payload), 0.7)
+    assert c.stats.cwnd_undos == 0 and c.cc.ssthresh == 2    # the cut stands

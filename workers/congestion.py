@@ -11,6 +11,10 @@ The congestion window finds what the path carries instead:
 - multiplicative decrease: on a timeout, ssthresh = cwnd = max(cwnd / 2, 1), at most
   once per round trip: a timeout of a copy sent before the last decrease belongs to
   the same congestion event (NewReno's recovery point, by send time here);
+- undo (as TCP's Eifel/F-RTO): when every chunk that timed out in the event got its
+  late result without being re-sent, the timeouts were queueing delay, not loss, and
+  the decrease is undone (the caller decides; flat ina measured 0 retransmissions
+  but a decrease per iteration without this);
 - cwnd stays in [1, W]. Pure state, no clock: the caller passes times.
 """
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Aimd:
     max_cwnd: float
     enabled: bool = True
     recover_at: float = float("-inf")   # time of the last decrease
+    before_cut: tuple | None = None     # (cwnd, ssthresh) before it, for undo
 
     def __post_init__(self):
         if not 1 <= self.cwnd <= self.max_cwnd:
@@ -44,6 +49,14 @@ class Aimd:
         """A copy sent at `sent_at` timed out at `now`; True if the window was cut."""
         if not self.enabled or sent_at < self.recover_at:
             return False
+        self.before_cut = (self.cwnd, self.ssthresh)
         self.ssthresh = self.cwnd = max(1.0, self.cwnd / 2)
         self.recover_at = now
         return True
+
+    def undo(self) -> None:
+        """The last decrease was spurious: restore the window from before it."""
+        if self.before_cut is not None:
+            self.cwnd = max(self.cwnd, self.before_cut[0])
+            self.ssthresh = max(self.ssthresh, self.before_cut[1])
+            self.before_cut = None

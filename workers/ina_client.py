@@ -91,6 +91,7 @@ class ClientStats:
     bytes_sent: int = 0
     bytes_received: int = 0
     cwnd_decreases: int = 0     # multiplicative decreases (at most one per round trip)
+    cwnd_undos: int = 0         # decreases undone: every timed-out chunk was only late
 
 
 @dataclass
@@ -106,6 +107,8 @@ class _Iteration:
     last_tx: list = field(default_factory=list)     # time of the latest transmission
     lost: list = field(default_factory=list)        # heap of timed-out chunks to re-send
     in_flight: int = 0                              # sent, no result, not timed out
+    event: set = field(default_factory=set)         # timed out since the last cut, unanswered
+    event_resent: bool = False                      # one of them was re-sent: real loss
     results: dict = field(default_factory=dict)
     next_to_send: int = 0
     overflow: bool = False
@@ -162,6 +165,11 @@ class InaClient:
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
             it.in_flight -= 1
         it.deadline[j] = None
+        if j in it.event:
+            it.event.discard(j)
+            if not it.event and not it.event_resent and self.cc.before_cut is not None:
+                self.cc.undo()              # all of the event's chunks were only late
+                self.stats.cwnd_undos += 1
         self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
@@ -189,6 +197,8 @@ class InaClient:
             heapq.heappush(it.lost, j)
             if self.cc.on_loss(it.last_tx[j], now):
                 self.stats.cwnd_decreases += 1
+                it.event, it.event_resent = set(), False
+            it.event.add(j)
         return self._send_ready(now) if it is not None else []
 
     # ------------------------------------------------------------ outputs
@@ -228,6 +238,9 @@ class InaClient:
                 continue                    # a late result answered it meanwhile
             it.retries[j] += 1
             self.stats.retransmissions += 1
+            if j in it.event:
+                it.event_resent = True
+                self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
             out.append(self._transmit(j, now, wire.RETX))
         while it.next_to_send < len(it.chunks) and it.in_flight < self.cc.allowed() and \
                 (it.next_to_send < w or (it.next_to_send - w) in it.results):
