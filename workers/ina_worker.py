@@ -161,7 +161,8 @@ def run(cfg: WorkerConfig) -> int:
                     duplicate_results=s.duplicate_results - before[4], overflow=client.overflow,
                     batch_loss=batch_loss, loss=loss, accuracy=acc, srtt_s=client.rtt.srtt,
                     rto_s=client.rtt.rto, cwnd=client.cc.cwnd,
-                    cwnd_decreases=client.stats.cwnd_decreases, **extra)
+                    cwnd_decreases=client.stats.cwnd_decreases,
+                    cwnd_undos=client.stats.cwnd_undos, **extra)
             done_its = it = it + 1
         # CPU seconds of this process since the start signal: shows when workers, not the
         # network, limit the rate (bench/ina.py)
