@@ -95,7 +95,7 @@ class Switch:
                 for m in self.logs:
                     self.log.info("log_msg: %s", m)
                 self.logs.clear()
-            if self.digests:
+            if len(self.digests) != self._digests_seen:   # only packets that called digest()
                 self._log_digests()
         st["packets_out"] += len(out)
         if not out:
