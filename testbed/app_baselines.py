@@ -26,7 +26,6 @@ from pathlib import Path
 
 from testbed.apps import App, RunContext, WorkerProgress
 from workers.comm_hier_ps import hier_plan
-from workers.comm_ps import shard_bounds  # noqa: F401  (re-exported for docs/tests)
 from workers.comm_ring import ring_order
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,6 @@ behaviour table (docs/protocol.md) statement by statement; keep them in step.
 from __future__ import annotations
 
 import ipaddress
-import re
 import struct
 
 from workers import agg_packet as ap

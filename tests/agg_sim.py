@@ -17,7 +17,7 @@ import numpy as np
 
 from control import routes
 from control.agg_entries import push, switch_commands
-from control.agg_tree import AggTree, build_tree
+from control.agg_tree import AggTree
 from workers import agg_packet as ap
 from workers.ina_client import ClientConfig, InaClient
 

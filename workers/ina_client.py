@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workers import agg_packet as wire
-from workers.chunking import num_chunks, reassemble, split
+from workers.chunking import reassemble, split
 from workers.congestion import Aimd
 from workers.rtt import RttEstimator
 
