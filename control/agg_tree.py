@@ -183,16 +183,3 @@ def build_tree(g: nx.Graph, job: int = 1, scheme: str = "geo-ina", workers: list
                 bindings[c.node] = WorkerBinding(c.node, c.address, p.address, i, p.fan_in)
     return AggTree(job, scheme, root_pt.id, window, points, bindings)
 
-
-def tree_for_scenario(g: nx.Graph, scenario, job: int = 1) -> AggTree:
-    """The tree of a scenario's (single) job: scheme `geo-ina` or `ina`, with
-    scheme_options `root` (datacenter name or index) and `window` (slots, default 64)."""
-    opts = dict(scenario.scheme_options or {})
-    unknown = set(opts) - {"root", "window", "k", "timeout_ms"}
-    if unknown:
-        raise ValueError(f"scheme_options: unknown option(s) {sorted(unknown)} for {scenario.scheme} "
-                         "(known: root, window, k, timeout_ms)")
-    window = opts.get("window", 64)
-    if not isinstance(window, int) or not 1 <= window < 2**15:
-        raise ValueError(f"scheme_options.window must be an integer in 1..32767 (got {window!r})")
-    return build_tree(g, job=job, scheme=scenario.scheme, root=opts.get("root"), window=window)

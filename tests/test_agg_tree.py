@@ -195,16 +195,3 @@ def test_push_stops_at_error_reply():
     with pytest.raises(RuntimeError, match="switch rejected `table_add MyIngress.agg_points.*DUPLICATE"):
         push(FakeClient(fail_on="table_add MyIngress.agg_points"), cmds)
 
-
-def test_tree_for_scenario_reads_scheme_options():
-    from control.agg_tree import tree_for_scenario
-    from testbed.scenario import parse_scenario
-    from tests.agg_topo import DCS3, scenario_text
-    from topologies.graph import build_graph
-    text = scenario_text(DCS3, scheme="geo-ina") + "scheme_options: {root: west, window: 8}\n"
-    scn = parse_scenario(text, "<t>")
-    t = tree_for_scenario(build_graph(scn), scn)
-    assert t.points[t.root].switch == "g2" and t.window == 8 and t.scheme == "geo-ina"
-    bad = parse_scenario(scenario_text(DCS3, scheme="ina") + "scheme_options: {windw: 8}\n", "<t>")
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['windw'\]"):
-        tree_for_scenario(build_graph(bad), bad)
