@@ -112,10 +112,6 @@ class InaOptions:
 AUTO_WINDOW_MIN, AUTO_WINDOW_MAX = 64, 1024
 
 
-def frame_bytes(k: int) -> int:
-    return 14 + 20 + 8 + 16 + 4 * k
-
-
 def auto_window(graph, tree, k: int, slots: int | None = None) -> int:
     """Packets per worker in flight that fill the slowest WAN link over the longest
     worker -> root -> worker round trip (dilated graph), as a power of two in 64..1024,
@@ -125,6 +121,7 @@ def auto_window(graph, tree, k: int, slots: int | None = None) -> int:
     import math
     from collections import Counter
     from control.agg_entries import DEFAULT_SLOTS
+    from workers.agg_packet import frame_bytes
     rtt_s = longest_rtt_ms(graph, tree) / 1000.0
     wan = [a["bandwidth_mbps"] for _, _, a in graph.edges(data=True) if a["kind"] == "wan"]
     rate = min(wan) if wan else min(a["bandwidth_mbps"] for _, _, a in graph.edges(data=True))
@@ -236,7 +233,7 @@ class InaApp(App):
             self.tree.window = auto_window(ctx.graph, self.tree, self.k)
         self.window = self.tree.window
         for sw, cmds in switch_commands(ctx.graph, [self.tree]).items():
-            client = _client(ctx.net[sw])
+            client = ctx.client(sw)
             try:
                 push(client, cmds)
             except RuntimeError as e:
@@ -339,10 +336,3 @@ def _parameters(per: dict[str, list[dict]]):
             if e.get("event") == "worker_start":
                 return e.get("parameters")
     return None
-
-
-def _client(node):
-    """The runtime client of a switch node, whichever backend runs it."""
-    from testbed import backends
-    from softswitch.node import Bmv2Switch
-    return backends.client_for("bmv2" if isinstance(node, Bmv2Switch) else "softswitch", node.thrift_port)
