@@ -33,6 +33,8 @@ from pathlib import Path
 
 import networkx as nx
 
+from workers.agg_packet import frame_bytes
+
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = "ib"
 AGG_IP = "10.9.0.254"
@@ -44,10 +46,6 @@ DEFAULT_RATES = (2, 5, 10, 15, 20, 30, 40, 60)
 
 
 # ---------------------------------------------------------------- pure helpers
-def frame_bytes(k: int) -> int:
-    return 14 + 20 + 8 + 16 + 4 * k
-
-
 def payload_capacity(rate_mbps: float, k: int) -> float:
     """Gradient bytes per second a link of rate_mbps carries in full aggregation frames."""
     return rate_mbps * 1e6 / 8 * (4 * k) / frame_bytes(k)

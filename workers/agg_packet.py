@@ -143,5 +143,10 @@ def udp_payload(frame: bytes, port: int = AGG_UDP_PORT) -> tuple[str, str, bytes
     return src, dst, frame[42:14 + total]
 
 
+def frame_bytes(k: int) -> int:
+    """Bytes of one aggregation frame on the wire: Ethernet + IPv4 + UDP + header + k values."""
+    return 14 + 20 + 8 + AGG_HEADER_LEN + 4 * k
+
+
 def ipv4_checksum_ok(frame: bytes) -> bool:
     return _csum16(frame[14:34]) == 0
