@@ -3,6 +3,9 @@
     speedup (time per iteration) = baseline's time per iteration / scheme's
     speedup (time to accuracy)   = baseline's time to reach the target accuracy / scheme's
 
+The ratio is analysis.metrics.speedup, the one sweeps' tables and figures use too
+(analysis/figures.speedup_rows); this module feeds it from summary.json's app section.
+
 The baseline is named in the scenario or sweep (default `ps`). Both are computed in
 real-world seconds (emulated seconds / time dilation), so runs at different dilations
 compare correctly.
@@ -33,8 +36,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+
+from analysis.metrics import speedup as _speedup
 
 
 def _dilation(app: dict) -> float:
@@ -87,9 +93,11 @@ def bytes_per_iteration(app: dict) -> float | None:
 
 
 def _ratio(base: float | None, this: float | None) -> float | None:
-    if base is None or this is None or this <= 0:
+    """analysis.metrics.speedup with None for "no number" (never reached, no data)."""
+    if base is None or this is None:
         return None
-    return base / this
+    r = _speedup(base, this)
+    return None if math.isnan(r) else r
 
 
 def speedup(baseline: dict, scheme: dict, target_accuracy: float | None = None, skip: int = 1) -> dict:
