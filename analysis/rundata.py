@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -182,10 +181,8 @@ class RunData:
         intfs = [i for link in self.wan_links for i in link["intfs"]]
         wan_b = M.wan_bytes(self.counter_rows, intfs) if intfs and self.counter_rows else None
         acc_t, acc = self.accuracy_series()
-        tta = None
-        if target_accuracy is not None and len(acc):
-            hit = np.nonzero(acc >= target_accuracy)[0]
-            tta = float(acc_t[hit[0]]) if len(hit) else None
+        tta = None if target_accuracy is None else \
+            M.time_to_accuracy(list(zip(acc_t, acc)), target_accuracy, 0.0)
         nan = float("nan")
         return {
             "complete": bool(self.summary.get("complete", False)),
@@ -211,8 +208,3 @@ class RunData:
             "time_to_accuracy_s": tta if tta is not None else nan,
             "elapsed_s": float(self.summary.get("elapsed_s") or nan),
         }
-
-
-def clean_number(v):
-    """nan -> None (CSV/SQLite NULL); everything else unchanged."""
-    return None if isinstance(v, float) and math.isnan(v) else v
