@@ -13,16 +13,12 @@ class TableCommands:
     def _table(self, name):
         return self.state.tables.resolve(name)
 
-    def _action(self, table, name):
-        if name in table.actions:
-            return table.actions[name]
-        c = sorted(a for a in table.actions if a.endswith("." + name))
-        if len(c) == 1:
-            return table.actions[c[0]]
-        if c:
-            raise CmdError(f"Action name {name} is ambiguous in table {table.name}: {', '.join(c)}")
-        raise CmdError(f"Table {table.name} has no action {name}; "
-                       f"its actions are: {', '.join(sorted(table.actions))}")
+    @staticmethod
+    def _action(table, name):
+        try:
+            return table.action(name)
+        except TableError as e:   # a command error in simple_switch_CLI, not a table operation
+            raise CmdError(e.message) from None
 
     @staticmethod
     def _runtime_data(action, params):

@@ -244,11 +244,11 @@ class Table:
         c = sorted(n for n in self.actions if n.endswith("." + action_name))
         if len(c) == 1:
             return self.actions[c[0]]
-        if c:
+        if c:   # the wording is simple_switch_CLI's (the runtime replies with it)
             raise TableError("INVALID_ACTION_NAME",
-                             f"action name {action_name} is ambiguous in table {self.name}: {', '.join(c)}")
+                             f"Action name {action_name} is ambiguous in table {self.name}: {', '.join(c)}")
         raise TableError("INVALID_ACTION_NAME",
-                         f"table {self.name} has no action {action_name}; "
+                         f"Table {self.name} has no action {action_name}; "
                          f"its actions are: {', '.join(sorted(self.actions))}")
 
     def _check_args(self, action: ActionSpec, args) -> tuple:
