@@ -251,15 +251,25 @@ class V1Gen:
                     g.line("except IndexError:")
                     g.line("    pass")
                 return
+        # counter and meter: an out-of-range index does nothing (meter color 0); a
+        # constant index is checked here, once, not per packet
         if ext == "counter" and e.method == "count":
             idx = g.expr(e.args[0])
-            g.line(f"if {idx} < {inst.size}: {obj}.packets[{idx}] += 1; {obj}.bytes[{idx}] += _P.plen")
+            bump = f"{obj}.packets[{idx}] += 1; {obj}.bytes[{idx}] += _P.plen"
+            if not isinstance(e.args[0], A.Literal):
+                g.line(f"if {idx} < {inst.size}: {bump}")
+            elif int(e.args[0].value) < inst.size:
+                g.line(bump)
             return
         if ext == "direct_counter" and e.method == "count":
             return  # counted by the table apply on a hit, as BMv2 does
         if ext == "meter" and e.method == "execute_meter":
             idx = g.expr(e.args[0])
-            g.assign(e.args[1], f"({obj}.execute({idx}, _P.plen, _P.now) if {idx} < {inst.size} else 0)")
+            run = f"{obj}.execute({idx}, _P.plen, _P.now)"
+            if not isinstance(e.args[0], A.Literal):
+                g.assign(e.args[1], f"({run} if {idx} < {inst.size} else 0)")
+            else:
+                g.assign(e.args[1], run if int(e.args[0].value) < inst.size else "0")
             return
         if ext == "direct_meter" and e.method == "read":
             g.assign(e.args[0], "_P.dmeter")

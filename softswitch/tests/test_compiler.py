@@ -192,3 +192,15 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
     out = sw.process(1, bytes([9, 9, 9, 9]))
     assert out == [(3, bytes([9, 9, 9, 9]))]
     assert sw.stats["parser_errors"] == 1
+
+
+def test_counter_with_a_constant_index_counts_in_range_and_ignores_out_of_range():
+    sw = build("""
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    counter(4, CounterType.packets_and_bytes) c;
+    apply { c.count(2); c.count(4); c.count((bit<32>)hdr.h.a); sm.egress_spec = 1; }
+}""")
+    assert run(sw, 9) is not None     # index 4 and 9 are out of range: nothing happens
+    assert run(sw, 3) is not None
+    c = sw.state.counter("I.c")
+    assert [c.read(i) for i in range(4)] == [(0, 0), (0, 0), (2, 8), (1, 4)]
