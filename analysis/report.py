@@ -144,12 +144,7 @@ class SweepReport:
     # ------------------------------------------------------------ figure jobs
     def jobs(self) -> list[FigureJob]:
         specs = self.spec.get("figures") or self.default_specs()
-        out = []
-        for i, spec in enumerate(specs):
-            job = self.job(spec, i)
-            if job is not None:
-                out.append(job)
-        return out
+        return [job for job in map(self.job, specs) if job is not None]
 
     def default_specs(self) -> list[dict]:
         specs = []
@@ -166,8 +161,7 @@ class SweepReport:
         specs += [{"kind": "wan_bytes"}, {"kind": "goodput_time"}, {"kind": "cdf"}, {"kind": "accuracy_time"}]
         return specs
 
-    def job(self, spec: dict, i: int) -> FigureJob | None:
-        kind = spec["kind"]
+    def job(self, spec: dict) -> FigureJob | None:
         where = spec.get("where") or {}
         ok = [r for r in self.ok if all(_same(r.get(k), v) for k, v in where.items())]
         if not ok:
