@@ -310,19 +310,22 @@ class Table:
     def find(self, match, priority: int | None = None) -> Entry:
         """The entry with exactly this match (and priority, for ternary-like
         tables): table_dump_entry_from_key."""
-        match = self._normalize_match(match)
+        e = self._existing(self._normalize_match(match), priority)
+        if e is None:
+            raise TableError("BAD_MATCH_KEY", f"table {self.name} has no entry with this match key"
+                             + (f" and priority {priority}" if self.needs_priority else ""))
+        return e
+
+    def _existing(self, match, priority) -> Entry | None:
+        """The entry with this normalised match (and priority, for ternary-like tables)."""
         if self.match_type == "exact":
             r = self._exact.get(match)
         elif self.match_type == "lpm":
             plen, k = self._index_key(match)
             r = self._lpm.get(plen, {}).get(k)
         else:
-            e = self._by_key.get((match, priority))
-            r = e.result if e is not None else None
-        if r is None:
-            raise TableError("BAD_MATCH_KEY", f"table {self.name} has no entry with this match key"
-                             + (f" and priority {priority}" if self.needs_priority else ""))
-        return r[3]
+            return self._by_key.get((match, priority))
+        return r[3] if r is not None else None
 
     def _index_key(self, match):
         """Where an entry with this (normalised) match lives in the indexes."""
@@ -389,20 +392,12 @@ class Table:
         return handle
 
     def _check_duplicate(self, match, priority):
-        if self.match_type in ("exact", "lpm"):
-            plen_key = self._index_key(match)
-            found = (self._exact.get(match) if self.match_type == "exact"
-                     else self._lpm.get(plen_key[0], {}).get(plen_key[1]))
-            if found is not None:
-                raise TableError("DUPLICATE_ENTRY",
-                                 f"table {self.name} already has an entry with this match key "
-                                 f"(handle {found[3].handle}): use table_modify")
-        else:
-            e = self._by_key.get((match, priority))
-            if e is not None:
-                raise TableError("DUPLICATE_ENTRY",
-                                 f"table {self.name} already has an entry with this match key and "
-                                 f"priority (handle {e.handle}): use table_modify")
+        e = self._existing(match, priority)
+        if e is not None:
+            raise TableError("DUPLICATE_ENTRY",
+                             f"table {self.name} already has an entry with this match key"
+                             f"{' and priority' if self.needs_priority else ''} "
+                             f"(handle {e.handle}): use table_modify")
 
     def _index(self, e: Entry):
         if self.match_type == "exact":
