@@ -44,3 +44,37 @@ def factory(kind: str, k: int = 32):
         return softswitch_factory(k)
     except ImportError as e:   # softswitch not importable yet: say so, never pass silently
         pytest.skip(f"softswitch cannot be imported: {e}")
+
+
+def flat_point_commands(agg_ip: str, worker_ips: list[str], window: int) -> list[str]:
+    """One aggregation point (job 1) at agg_ip for these workers, all behind port 1, and
+    /32 routes back to them (answers to retransmissions go to their sender)."""
+    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point 1 {agg_ip} => 1 0 {window} "
+            f"{len(worker_ips)} 1 0.0.0.0 0 0", "mc_mgrp_create 1"]
+    for i, ip in enumerate(worker_ips):
+        mac = f"00:00:00:00:01:{i:02x}"
+        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} {mac}",
+                 f"mc_node_create {i + 1} 1", f"mc_node_associate 1 $n{i}",
+                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => {mac} 1"]
+    return cmds
+
+
+def udp_bridge(sw, sock, stop, loss, rng):
+    """Until `stop` is set: receive UDP at the aggregation address `sock` is bound to, run
+    each datagram as a frame through switch `sw` (frames carry the protocol's port), send
+    the outputs to the workers on the socket's port; each direction loses a datagram with
+    probability `loss`."""
+    from workers import agg_packet as ap
+    agg_ip, port = sock.getsockname()
+    while not stop.is_set():
+        try:
+            data, (src, _) = sock.recvfrom(2048)
+        except TimeoutError:
+            continue
+        if rng.random() < loss:
+            continue
+        frame = ap.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", src, agg_ip, data)
+        for _, out in sw.process(1, frame):
+            _, dst, payload = ap.udp_payload(out)
+            if rng.random() >= loss:
+                sock.sendto(payload, (dst, port))

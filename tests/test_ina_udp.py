@@ -7,28 +7,11 @@ import threading
 import numpy as np
 
 from control.agg_entries import push
-from tests.agg_switches import factory
-from workers import agg_packet as ap
+from tests.agg_switches import factory, flat_point_commands, udp_bridge
 from workers.ina_client import ClientConfig, InaClient
 from workers.ina_udp import aggregate, open_socket
 
 AGG_IP, WORKERS = "127.0.0.2", ["127.0.0.3", "127.0.0.4", "127.0.0.5"]
-
-
-def bridge(sw, sock, stop, loss, rng):
-    """Receive UDP at the aggregation address, run the frame through the switch, send outputs."""
-    while not stop.is_set():
-        try:
-            data, (src, _) = sock.recvfrom(2048)
-        except socket.timeout:
-            continue
-        if rng.random() < loss:
-            continue
-        frame = ap.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", src, AGG_IP, data)
-        for _, out in sw.process(1, frame):
-            _, dst, payload = ap.udp_payload(out)
-            if rng.random() >= loss:
-                sock.sendto(payload, (dst, sock.getsockname()[1]))
 
 
 def test_driver_aggregates_over_lossy_udp():
@@ -37,16 +20,9 @@ def test_driver_aggregates_over_lossy_udp():
     agg.settimeout(0.05)
     port = agg.getsockname()[1]
     sw = factory("softswitch")()
-    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point 1 {AGG_IP} => 1 0 4 {len(WORKERS)} 1 0.0.0.0 0 0",
-            "mc_mgrp_create 1"]
-    for i, ip in enumerate(WORKERS):
-        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} 00:00:00:00:00:0{i + 3}",
-                 f"mc_node_create {i + 1} 1", f"mc_node_associate 1 $n{i}",
-                 # answers to retransmissions are routed back to their sender
-                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => 00:00:00:00:00:0{i + 3} 1"]
-    push(sw, cmds)
+    push(sw, flat_point_commands(AGG_IP, WORKERS, 4))
     stop = threading.Event()
-    t = threading.Thread(target=bridge, args=(sw, agg, stop, 0.1, np.random.default_rng(3)), daemon=True)
+    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, 0.1, np.random.default_rng(3)), daemon=True)
     t.start()
     rng = np.random.default_rng(0)
     tensors = [rng.integers(-2**20, 2**20, size=1000).astype(np.int32) for _ in WORKERS]

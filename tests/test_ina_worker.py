@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from control.agg_entries import push
-from tests.agg_switches import factory
+from tests.agg_switches import factory, flat_point_commands, udp_bridge
 from workers import agg_packet as ap
 from workers.events import read_events, summarize_job
 from workers.ina_worker import WorkerConfig, run
@@ -19,36 +19,15 @@ WORKERS = ["127.0.44.2", "127.0.44.3", "127.0.44.4"]
 MODEL = {"kind": "model", "name": "logreg", "dataset": "synthetic", "batch_size": 32, "lr": 0.1}
 
 
-def bridge(sw, sock, stop, loss, rng):
-    while not stop.is_set():
-        try:
-            data, (src, _) = sock.recvfrom(2048)
-        except socket.timeout:
-            continue
-        if rng.random() < loss:
-            continue
-        frame = ap.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", src, AGG_IP, data)
-        for _, out in sw.process(1, frame):
-            _, dst, payload = ap.udp_payload(out)
-            if rng.random() >= loss:
-                sock.sendto(payload, (dst, ap.AGG_UDP_PORT))
-
-
 @pytest.fixture
 def switch():
     sw = factory("softswitch")()
-    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point 1 {AGG_IP} => 1 0 8 {len(WORKERS)} 1 0.0.0.0 0 0",
-            "mc_mgrp_create 1"]
-    for i, ip in enumerate(WORKERS):
-        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} 00:00:00:00:00:1{i}",
-                 f"mc_node_create {i + 1} 1", f"mc_node_associate 1 $n{i}",
-                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => 00:00:00:00:00:1{i} 1"]
-    push(sw, cmds)
+    push(sw, flat_point_commands(AGG_IP, WORKERS, 8))
     agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     agg.bind((AGG_IP, ap.AGG_UDP_PORT))
     agg.settimeout(0.05)
     stop = threading.Event()
-    t = threading.Thread(target=bridge, args=(sw, agg, stop, 0.05, np.random.default_rng(9)), daemon=True)
+    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, 0.05, np.random.default_rng(9)), daemon=True)
     t.start()
     yield sw
     stop.set()
