@@ -50,7 +50,7 @@ class Port:
         self.number = number
         self.ifname = ifname
         self.max_frame = max_frame or interface_mtu(ifname) + LINK_HEADER_ALLOWANCE
-        self.rx_packets = self.rx_bytes = 0
+        self.rx_packets = 0
         self.tx_packets = self.tx_bytes = 0
         self.rx_oversized = 0
         self.rx_socket_drops = 0     # frames the kernel dropped because the switch fell behind
