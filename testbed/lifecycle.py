@@ -25,6 +25,7 @@ from testbed.dilation import dilate_graph
 from testbed.scenario import dump_scenario, load_scenario
 from topologies import linkemu, netbuild
 from topologies.graph import build_graph
+from topologies.ports import interface_name
 
 # Random bandwidth schedules need a horizon; a run without duration_s uses this one (s).
 DEFAULT_SCHEDULE_HORIZON_S = 3600.0
@@ -68,8 +69,7 @@ def switch_params(graph, program: str, defines: dict, run_dir: Path) -> dict[str
 def wan_intfs(graph, edge) -> list[tuple[str, str]]:
     """(switch, intf) of both ends of a WAN edge."""
     u, v = edge
-    ports = graph.edges[u, v]["ports"]
-    return [(u, f"{u}-eth{ports[u]}"), (v, f"{v}-eth{ports[v]}")]
+    return [(u, interface_name(graph, u, v)), (v, interface_name(graph, v, u))]
 
 
 # ---------------------------------------------------------------- schedule driver

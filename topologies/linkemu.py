@@ -28,6 +28,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
+from topologies.ports import interface_name
+
 MODES = ("netem", "userspace")
 HTB_HANDLE = "5"  # root qdisc handle; the single class is 5:1
 MTU_FRAME = 1514
@@ -121,14 +123,6 @@ class LinkEmuPlan:
         raise KeyError(name)
 
 
-def intf_name(graph, node: str, peer: str) -> str:
-    """Interface of ``node`` on its link to ``peer``: switches use the graph's port number."""
-    ports = graph.edges[node, peer].get("ports", {})
-    if graph.nodes[node]["role"] == "host":
-        return f"{node}-eth0"
-    return f"{node}-eth{ports[node]}"
-
-
 def queue_packets(rate_mbps: float | None, delay_ms: float) -> int:
     """One bandwidth-delay product of the link's round trip (at least 20 ms, 64 packets)."""
     if not rate_mbps:
@@ -173,7 +167,7 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
             is_host = graph.nodes[n]["role"] == "host"
             port = None if is_host else d["ports"][n]
             netem = imp if (mode == "netem" and not imp.is_zero()) else None
-            result.intfs.append(IntfShape(n, intf_name(graph, n, peer), port, is_host,
+            result.intfs.append(IntfShape(n, interface_name(graph, n, peer), port, is_host,
                                           rate, q, netem, queue_bytes(rate, imp.delay_ms)))
             if mode != "userspace" or is_host:
                 continue
