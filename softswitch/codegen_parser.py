@@ -14,8 +14,9 @@ The parser becomes one function holding a small state machine:
             sm.parser_error = e.code   # with parser_error set (BMv2 does not drop it)
         return _off               # where the unparsed payload starts
 
-Parser-local variables are plain Python locals. A guard on the number of state
-visits turns a parser loop that never extracts into ParserTimeout instead of a hang.
+Parser-local variables are plain Python locals. When the states form a loop, a
+guard on the number of state visits turns a loop that never extracts into
+ParserTimeout instead of a hang.
 """
 from __future__ import annotations
 
@@ -164,7 +165,15 @@ class ParserGen(FnGen):
                 conds = ["True"]
             else:
                 conds = [self.keyset_cond(ks, *subs[0])]
-            conds = [c for c in conds if c != "True"] or ["True"]
+            conds = [c for c in conds if c != "True"]
+            if not conds:   # matches everything: later cases and NoMatch are unreachable
+                if not first:
+                    self.line("else:")
+                    self.ind += 1
+                self.goto(case.state)
+                if not first:
+                    self.ind -= 1
+                return
             self.line(("if " if first else "elif ") + " and ".join(conds) + ":")
             first = False
             self.ind += 1
@@ -172,6 +181,26 @@ class ParserGen(FnGen):
             self.ind -= 1
         self.line("else:" if not first else "if True:")
         self.line(f"    raise ParserError({self.err('NoMatch')})")
+
+    def has_loop(self) -> bool:
+        """Whether a state can be entered again: only then can parsing go on forever
+        and needs the ParserTimeout guard on the number of state visits."""
+        states = self.ctl.states
+        nxt = {name: ([c.state for c in st.select_cases] if st.select_exprs is not None
+                      else [st.next_state or "accept"]) for name, st in states.items()}
+        done, path = set(), set()
+
+        def visit(name) -> bool:
+            if name in path:
+                return True
+            if name in done or name not in nxt:
+                return False
+            path.add(name)
+            found = any(visit(n) for n in nxt[name])
+            path.discard(name)
+            done.add(name)
+            return found
+        return visit("start")
 
     def gen(self, fname: str) -> list[str]:
         p = self.ctl
@@ -182,14 +211,17 @@ class ParserGen(FnGen):
         self.line("_off = 0")
         self.line("_n = len(_buf)")
         self.line(f"_st = {self.state_ids['start']}")
-        self.line("_visits = 0")
+        loops = self.has_loop()
+        if loops:
+            self.line("_visits = 0")
         self.line("try:")
         self.ind += 1
         self.line("while True:")
         self.ind += 1
-        self.line("_visits += 1")
-        self.line(f"if _visits > {MAX_STATE_VISITS}:")
-        self.line(f"    raise ParserError({self.err('ParserTimeout')})")
+        if loops:
+            self.line("_visits += 1")
+            self.line(f"if _visits > {MAX_STATE_VISITS}:")
+            self.line(f"    raise ParserError({self.err('ParserTimeout')})")
         first = True
         for name, st in p.states.items():
             if name in ("accept", "reject"):
