@@ -37,7 +37,7 @@ def test_aggregate_equals_numpy_int32_sum(sw):
     want = vals.sum(axis=0, dtype=np.int32)   # numpy int32 wraps the same way
     assert np.array_equal(got, want)
     # the slot was reset: a new round starts from zero
-    (_, frame2), = [o for w in range(1) for o in [s.process(5, agg_frame(11, 0, 1, [1] * k))]][0]
+    (_, frame2), = s.process(5, agg_frame(11, 0, 1, [1] * k))
     assert struct.unpack(f"!{k}i", frame2[-4 * k:]) == (1,) * k
 
 
