@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -217,12 +217,10 @@ def apply_quick(sw: Sweep) -> Sweep:
             _need(k in axes, src, f"quick.axes.{k}", f"not an axis of the sweep (axes: {', '.join(axes)})")
             axes[k] = v
     reps = q.get("repetitions", sw.repetitions)
-    _need(isinstance(reps, int) and reps >= 1, src, "quick.repetitions", f"must be an integer >= 1 (got {reps!r})")
+    _need(isinstance(reps, int) and not isinstance(reps, bool) and reps >= 1, src, "quick.repetitions",
+          f"must be an integer >= 1 (got {reps!r})")
     fixed = sw.fixed + _check_set(q.get("set", []), src, "quick.set")
-    return Sweep(name=sw.name, source=src, base=sw.base, axes=axes, mode=sw.mode, cross=sw.cross,
-                 repetitions=reps, seed_policy=sw.seed_policy, seed_base=sw.seed_base, fixed=fixed,
-                 figures=sw.figures, output=sw.output, quick=q, is_quick=True,
-                 target_accuracy=sw.target_accuracy, warmup_iterations=sw.warmup_iterations)
+    return replace(sw, axes=axes, repetitions=reps, fixed=fixed, is_quick=True)
 
 
 def _check_shape(sw: Sweep) -> None:
@@ -246,9 +244,9 @@ def load_sweep(path, quick: bool = False) -> Sweep:
     return parse_sweep(raw, source, quick=quick)
 
 
-def check_points_valid(sw: Sweep, points: list[Point]) -> None:
-    """Every point's scenario must load before the first run starts (a typo in an axis
-    should not surface an hour in)."""
+def check_points_valid(sw: Sweep, points: list[Point], topology: bool = False) -> None:
+    """Every point's scenario must load (and with `topology`, its graph build) before the
+    first run starts (a typo in an axis should not surface an hour in)."""
     from testbed.scenario import ScenarioError, load_scenario
     seen = set()
     for p in points:
@@ -256,10 +254,17 @@ def check_points_valid(sw: Sweep, points: list[Point]) -> None:
         if k in seen:
             continue
         seen.add(k)
+        where = f"point {p.point_id} {p.params}"
         try:
-            load_scenario(sw.base, sw.fixed + p.overrides())
+            scn = load_scenario(sw.base, sw.fixed + p.overrides())
         except ScenarioError as e:
-            raise SweepError(sw.source, f"point {p.point_id} {p.params}", str(e)) from None
+            raise SweepError(sw.source, where, str(e)) from None
+        if topology:
+            from topologies.graph import build_graph
+            try:
+                build_graph(scn)
+            except ValueError as e:
+                raise SweepError(sw.source, where, str(e)) from None
 
 
 def is_sweep_file(path) -> bool:
@@ -273,14 +278,7 @@ def is_sweep_file(path) -> bool:
 
 def validate_sweep(path) -> None:
     """The sweep file, its quick variant and every point's scenario (and topology) load."""
-    from topologies.graph import build_graph
     from testbed.scenario import load_scenario
     for quick in (False, True):
         sw = load_sweep(path, quick=quick)
-        pts = sw.points(load_scenario(sw.base, sw.fixed).seed)
-        check_points_valid(sw, pts)
-        for p in {json.dumps(p.params, sort_keys=True): p for p in pts}.values():
-            try:
-                build_graph(load_scenario(sw.base, sw.fixed + p.overrides()))
-            except ValueError as e:
-                raise SweepError(sw.source, f"point {p.point_id} {p.params}", str(e)) from None
+        check_points_valid(sw, sw.points(load_scenario(sw.base, sw.fixed).seed), topology=True)
