@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from topologies import linkemu
+from topologies.graph import hosts, switches
 
 
 class NetBuildError(RuntimeError):
@@ -22,15 +23,6 @@ class NetBuildError(RuntimeError):
 
 
 HOST_ROLE = "host"
-
-
-def hosts(graph) -> list[str]:
-    return sorted((n for n, d in graph.nodes(data=True) if d["role"] == HOST_ROLE),
-                  key=lambda n: graph.nodes[n].get("worker_index", 0))
-
-
-def switches(graph) -> list[str]:
-    return sorted(n for n, d in graph.nodes(data=True) if d["role"] != HOST_ROLE)
 
 
 def link_endpoints(graph, u, v) -> tuple[str, int, str, int]:
