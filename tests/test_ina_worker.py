@@ -67,7 +67,10 @@ def test_workers_train_through_the_p4_program_within_the_quantization_bound(tmp_
     s = summarize_job(per)
     assert s["iterations_completed"] == 6
     assert s["within_quantization_bound"] is True and 0 <= s["max_error"] < 1e-5
-    assert s["accuracy"][-1] > s["accuracy"][0] + 0.1 or s["accuracy"][-1] > 0.5
+    # the update trains: exact integer sums make the curve deterministic (measured: loss
+    # 2.08 -> 1.77, accuracy 0.13 -> 0.69 from the initial model)
+    assert s["loss"][-1] < s["loss"][0] < s["loss_initial"]
+    assert s["accuracy"][-1] > s["accuracy_initial"] + 0.2
     assert s["retransmissions"] > 0                       # 5 % loss each way
     # every worker saw the same aggregated sums, so the models agree
     accs = {w: [e["accuracy"] for e in ev if e["event"] == "iteration_end"] for w, ev in per.items()}
