@@ -168,13 +168,6 @@ class SwitchLoad:
 
 # ---------------------------------------------------------------- analysis (pure)
 
-def rates_bps(rows: list[dict], intf: str, field: str = "tx_bytes") -> list[tuple[float, float]]:
-    """(t, bits/s) between consecutive samples of one interface's counter."""
-    pts = [(float(r["t_mono"]), int(r[field])) for r in rows if r["intf"] == intf]
-    pts.sort()
-    return [(t1, 8 * (b1 - b0) / (t1 - t0)) for (t0, b0), (t1, b1) in zip(pts, pts[1:]) if t1 > t0]
-
-
 def read_csv(path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))

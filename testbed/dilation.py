@@ -12,7 +12,6 @@ from __future__ import annotations
 import networkx as nx
 
 from testbed.schema_models import HTB_MAX_MBPS
-from topologies.schedule import BandwidthEvent
 
 
 def _check(s: float) -> float:
@@ -44,16 +43,6 @@ def dilate_graph(g: nx.Graph, s: float | None = None) -> nx.Graph:
     return out
 
 
-def dilate_events(events: list[BandwidthEvent], s: float) -> list[BandwidthEvent]:
-    s = _check(s)
-    return [BandwidthEvent(ev.t_s * s, ev.edge, ev.mbps / s) for ev in events]
-
-
-def dilate_ms(ms: float, s: float) -> float:
-    """A real-world duration (compute time, delay, timeout) in emulated time."""
-    return ms * _check(s)
-
-
 def to_real_seconds(emulated_s: float, s: float) -> float:
     """An emulated duration (iteration time, elapsed) back in real-world time."""
     return emulated_s / _check(s)
@@ -62,32 +51,3 @@ def to_real_seconds(emulated_s: float, s: float) -> float:
 def to_real_rate(emulated_per_s: float, s: float) -> float:
     """An emulated rate (bytes/s, goodput, pps) back in real-world terms."""
     return emulated_per_s * _check(s)
-
-
-def dilate_compute_spec(spec: dict, s: float) -> dict:
-    """A compute_time spec (model_dump of the scenario's) with every *_ms field x s;
-    shape parameters (dimensionless) are unchanged."""
-    s = _check(s)
-    return {k: (v * s if k.endswith("_ms") and isinstance(v, (int, float)) else v)
-            for k, v in spec.items()}
-
-
-def packet_rate_pps(mbps: float, packet_bytes: int) -> float:
-    """Packets per second a link of `mbps` carries when full of `packet_bytes` frames."""
-    if packet_bytes <= 0:
-        raise ValueError(f"packet size must be > 0 bytes (got {packet_bytes})")
-    return mbps * 1e6 / 8.0 / packet_bytes
-
-
-def min_time_dilation(g: nx.Graph, packet_bytes: int, switch_pps: float,
-                      kinds: tuple[str, ...] = ("wan",)) -> float:
-    """The smallest s at which every link of the given kinds, full of packet_bytes frames,
-    stays within a switch's forwarding rate `switch_pps` (real-world graph). Below it the
-    switch, not the emulated link, would limit the run."""
-    if g.graph.get("dilated", 1.0) != 1.0:
-        raise ValueError("pass the real-world graph (before dilate_graph)")
-    if switch_pps <= 0:
-        raise ValueError(f"switch packet rate must be > 0 (got {switch_pps})")
-    need = max((packet_rate_pps(a["bandwidth_mbps"], packet_bytes) / switch_pps
-                for _, _, a in g.edges(data=True) if a["kind"] in kinds), default=1.0)
-    return max(1.0, need)

@@ -19,8 +19,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import yaml
-
 PACKAGES = ("networkx", "scapy", "numpy", "pyyaml", "pydantic", "lark", "rich", "matplotlib", "mininet")
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,10 +38,6 @@ def write_json(path: Path, data) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)   # never leave a half-written summary behind
-
-
-def write_scenario(run_dir: Path, resolved: dict) -> None:
-    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
 
 
 def _git(*args) -> str | None:

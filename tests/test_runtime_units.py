@@ -39,14 +39,6 @@ def test_sampler_reads_root_namespace(tmp_path):
     assert all(0.01 < b - a < 0.1 for a, b in zip(ts, ts[1:]))
 
 
-def test_rates_from_rows():
-    rows = [{"t_mono": "0.0", "intf": "x", "tx_bytes": "0"},
-            {"t_mono": "0.5", "intf": "x", "tx_bytes": "62500"},
-            {"t_mono": "1.0", "intf": "x", "tx_bytes": "125000"},
-            {"t_mono": "0.5", "intf": "y", "tx_bytes": "9"}]
-    assert counters.rates_bps(rows, "x") == [(0.5, 1e6), (1.0, 1e6)]
-
-
 def test_switch_load_windows_and_warning():
     load = counters.SwitchLoad({}, {"g1": {"g1-eth2": 10.0}})
     # feed synthetic windows: 3 s at 97 % CPU while the 10 Mbps link carries 2 Mbps

@@ -138,8 +138,3 @@ def wan_edges(g: nx.Graph) -> list[tuple[str, str]]:
         if a["kind"] == "wan":
             out.append(tuple(sorted((u, v), key=lambda n: g.nodes[n]["dc_index"])))
     return sorted(out, key=lambda e: (g.nodes[e[0]]["dc_index"], g.nodes[e[1]]["dc_index"]))
-
-
-def edge_key(g: nx.Graph, u: str, v: str) -> tuple[str, str]:
-    """A canonical (u, v) order for an edge: sorted by node id."""
-    return (u, v) if u <= v else (v, u)
