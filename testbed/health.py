@@ -109,12 +109,14 @@ def check_reachability(net, graph, timeout_s: float) -> dict:
     return {"ok": not failed, "pairs": len(hosts) * (len(hosts) - 1), "failed": failed}
 
 
-def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2) -> list[dict]:
+def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2,
+                     pairs: list[dict] | None = None) -> list[dict]:
     """All WAN edges are probed at once (a ping process each): a few pings per second per
-    edge load the switches negligibly, and 28 edges of 8 datacenters take 2 s, not 56."""
+    edge load the switches negligibly, and 28 edges of 8 datacenters take 2 s, not 56.
+    ``pairs``: wan_probe_pairs(graph) when the caller has them already."""
     import subprocess
     probes = []
-    for p in wan_probe_pairs(graph):
+    for p in wan_probe_pairs(graph) if pairs is None else pairs:
         if not p["on_route"]:
             probes.append((p, None))
             continue
@@ -147,14 +149,14 @@ def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.2) -> li
 
 def health_check(net, graph) -> dict:
     """Raises HealthError when some host cannot reach another; RTT deviations are warnings."""
-    max_rtt = max((path_rtt_ms(graph, p["src"], p["dst"])[0] for p in wan_probe_pairs(graph)),
-                  default=0.0)
+    pairs = wan_probe_pairs(graph)
+    max_rtt = max((p["configured_rtt_ms"] for p in pairs), default=0.0)
     reach = check_reachability(net, graph, timeout_s=max(2.0, 3 * max_rtt / 1000))
     if not reach["ok"]:
         shown = ", ".join(f"{s}->{d}" for s, d in reach["failed"][:8])
         raise HealthError(f"{len(reach['failed'])} of {reach['pairs']} host pairs cannot reach "
                           f"each other ({shown}); check the switch logs and the routes pushed")
-    rtts = measure_wan_rtts(net, graph)
+    rtts = measure_wan_rtts(net, graph, pairs=pairs)
     warnings = [f"WAN {r['edge']}: measured RTT (median) {r['median_ms']} ms vs configured "
                 f"{r['configured_rtt_ms']:.3f} ms (path {r['src']}->{r['dst']})"
                 for r in rtts if not r.get("skipped") and not r["within_tolerance"]]
