@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import p4ast as A
 from .codegen_types import CodegenError, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
+from .p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
 
 
 def mask(w: int) -> str:
@@ -27,15 +28,6 @@ def wrap(expr: str, t) -> str:
         h = 1 << (t.width - 1)
         return f"(((({expr}) + {hex(h)}) & {mask(t.width)}) - {hex(h)})"
     return expr
-
-
-def const_wrap(v: int, t) -> int:
-    if isinstance(t, A.BitT):
-        return v & ((1 << t.width) - 1)
-    if isinstance(t, A.IntT):
-        h = 1 << (t.width - 1)
-        return ((v + h) & ((1 << t.width) - 1)) - h
-    return v
 
 
 def is_aggregate(t) -> bool:
