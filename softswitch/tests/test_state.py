@@ -1,13 +1,12 @@
 """Live state: tables (BMv2 match semantics), registers, counters, meters, PRE,
 mirroring, name resolution. Pure logic, no root."""
 import ipaddress
-import random
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from softswitch.state import (GREEN, RED, YELLOW, ActionSpec, Counter, KeySpec, Meter, Mirroring,
-                              PRE, Register, StateError, SwitchState, Table, TableError)
+                              PRE, Register, StateError, Table, TableError)
 from runtime_fixtures import make_state
 
 A = ActionSpec("set", [("v", 8)])
