@@ -6,7 +6,7 @@ the machine, so events of different hosts can be put on one time line.
 
 Events a worker writes, in order, per iteration i:
   iteration_start  {iteration}
-  compute_end      {iteration, compute_ms (emulated), straggle_factor}
+  compute_end      {iteration, compute_ms (emulated), straggle_factor, reasons}
   first_send       {iteration}                       first gradient packet handed to the socket
   last_result      {iteration}                       the last chunk's aggregated result arrived
   iteration_end    {iteration, t_start, t_end, compute_s, comm_s, gradient_bytes, bytes_sent,

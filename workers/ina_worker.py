@@ -28,9 +28,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-class Terminated(Exception):
-    pass
+from workers.iteration import Terminated, compute_phase, on_sigterm
 
 
 @dataclass
@@ -95,7 +93,7 @@ def run(cfg: WorkerConfig) -> int:
     import numpy as np
 
     from workers import ina_udp, quantize
-    from workers.compute_time import WorkerIdentity, compute_sample
+    from workers.compute_time import WorkerIdentity
     from workers.events import EventLog
     from workers.ina_client import ClientConfig, InaClient
     from workers.workload import Workload, WorkloadSpec
@@ -131,14 +129,9 @@ def run(cfg: WorkerConfig) -> int:
             if cfg.duration_s is not None and time.monotonic() - t_run >= cfg.duration_s:
                 reason = "duration reached"
                 break
-            t_start = log.log("iteration_start", iteration=it)["t"]
-            sample = compute_sample(cfg.compute_time, cfg.stragglers, ident, it, cfg.seed, cfg.dilation)
-            grad, batch_loss = work.gradient(cfg.index, it)
-            rest = t_start + sample.emulated_ms / 1000.0 - time.monotonic()
-            if rest > 0:
-                time.sleep(rest)
-            t_comp = log.log("compute_end", iteration=it, compute_ms=sample.emulated_ms,
-                             straggle_factor=sample.factor, reasons=list(sample.reasons))["t"]
+            grad, batch_loss, _, t_start, t_comp = compute_phase(
+                log, work, cfg.index, ident, it, cfg.compute_time, cfg.stragglers, cfg.seed,
+                cfg.dilation)
             q, saturated = quantize.quantize(grad, exponent, cfg.n_workers)
             before = (client.stats.sent, client.stats.retransmissions, client.stats.bytes_sent,
                       client.stats.bytes_received, client.stats.duplicate_results)
@@ -183,16 +176,12 @@ def run(cfg: WorkerConfig) -> int:
         log.close()
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m workers.ina_worker",
                                 description="INA training worker (run inside a Mininet host)")
     p.add_argument("--config", required=True, help="worker config JSON (written by testbed/app_ina.py)")
     a = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         cfg = WorkerConfig.load(a.config)
     except (OSError, ValueError, TypeError) as e:

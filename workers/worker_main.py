@@ -3,7 +3,7 @@
     python3 -m workers.worker_main CONFIG.json
 
 Each BSP iteration: compute (the workload's real gradient, padded to the compute-time
-model's duration by sleeping: workers/compute_time.py), then communicate (the scheme's
+model's duration by sleeping: workers/iteration.py), then communicate (the scheme's
 communicator sums the gradients of all workers), then apply the sum (workers/workload.py).
 The same workload, compute-time and straggler models as the INA schemes, so schemes are
 compared on identical inputs.
@@ -33,8 +33,9 @@ import time
 
 import numpy as np
 
-from workers.compute_time import WorkerIdentity, compute_sample
+from workers.compute_time import WorkerIdentity
 from workers.events import EventLog
+from workers.iteration import Terminated, compute_phase, on_sigterm
 from workers.workload import Workload, WorkloadSpec
 
 
@@ -77,16 +78,10 @@ def run(cfg: dict, log) -> int:
     try:
         stop, t_run = False, None
         while it < cfg["iterations"] and not stop:
-            ts = log.log("iteration_start", iteration=it)["t"]
-            sample = compute_sample(cfg["compute_time"], cfg.get("stragglers"), ident, it,
-                                    cfg["seed"], cfg.get("dilation", 1.0))
-            grad, batch_loss = wl.gradient(rank, it)
+            grad, batch_loss, sample, ts, tc = compute_phase(
+                log, wl, rank, ident, it, cfg["compute_time"], cfg.get("stragglers"), cfg["seed"],
+                cfg.get("dilation", 1.0))
             grad = grad.astype(np.float32)
-            rest = ts + sample.emulated_ms / 1000.0 - time.monotonic()
-            if rest > 0:   # the real numpy work counts towards the modelled compute time
-                time.sleep(rest)
-            tc = log.log("compute_end", iteration=it, compute_ms=sample.emulated_ms,
-                         straggle_factor=sample.factor)["t"]
             sent0, recv0 = comm.bytes_sent, comm.bytes_received
             segs0, retr0 = comm.tcp_counters()
             log.log("first_send", iteration=it)
@@ -126,14 +121,6 @@ def run(cfg: dict, log) -> int:
     return 0
 
 
-class Terminated(Exception):
-    pass
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -141,7 +128,7 @@ def main(argv=None) -> int:
         return 2
     cfg = json.loads(open(argv[0]).read())
     log = EventLog(cfg["events"], cfg["worker"])
-    signal.signal(signal.SIGTERM, _on_sigterm)   # the app stopping us is an orderly end
+    signal.signal(signal.SIGTERM, on_sigterm)   # the app stopping us is an orderly end
     try:
         return run(cfg, log)
     except Terminated:
