@@ -34,11 +34,13 @@ def test_forced_backends():
         backends.choose_backend("ovs", which_of(ALL))
 
 
-def test_same_client_interface_for_both_backends():
+def test_each_backend_gets_its_runtime_client_on_the_switch_port():
+    from softswitch.client import Bmv2Client, RuntimeClient, SoftswitchClient
     soft = backends.client_for("softswitch", 9999)
-    bm = backends.client_for("bmv2", 9999)
-    for c in (soft, bm):
-        assert callable(c.execute) and callable(c.execute_many)
+    bm = backends.client_for("bmv2", 9998)
+    assert type(soft) is SoftswitchClient and type(bm) is Bmv2Client
+    assert isinstance(soft, RuntimeClient) and isinstance(bm, RuntimeClient)   # one interface
+    assert (soft.port, bm.port) == (9999, 9998)
 
 
 @pytest.mark.bmv2
