@@ -307,8 +307,8 @@ def aggregation_workload(k: int, slots: int = 64) -> Workload:
 
 
 def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: str | None = None):
-    from softswitch.client import SoftswitchClient
-    from softswitch.node import free_tcp_port, port_accepts
+    from softswitch.client import RuntimeCommandError, SoftswitchClient
+    from softswitch.node import free_tcp_port, log_tail, port_accepts
     port = free_tcp_port()
     cmd = [sys.executable, "-m", "softswitch", wl.program, "-i", f"1@{bed.sw_in}", "-i", f"2@{bed.sw_out}",
            "--thrift-port", str(port), "--log-file", log_path]
@@ -325,16 +325,14 @@ def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: st
     while not port_accepts(port):
         if proc.poll() is not None or time.monotonic() > deadline:
             _stop(proc)
-            with open(log_path, errors="replace") as f:
-                tail = "".join(f.readlines()[-20:])
-            raise RuntimeError(f"softswitch for {wl.name} did not start; log {log_path}:\n{tail}")
+            raise RuntimeError(f"softswitch for {wl.name} did not start; log {log_path}:\n{log_tail(log_path, 20)}")
         time.sleep(0.05)
-    client = SoftswitchClient(port)
-    for c in wl.commands:
-        reply = client.execute(c)
-        if reply.startswith("Error"):
-            _stop(proc)
-            raise RuntimeError(f"{wl.name}: switch refused {c!r}: {reply}")
+    try:
+        with SoftswitchClient(port) as client:
+            client.execute_many(wl.commands, check=True)
+    except RuntimeCommandError as e:
+        _stop(proc)
+        raise RuntimeError(f"{wl.name}: {e}") from None
     return proc
 
 
