@@ -26,10 +26,6 @@ from .codegen_expr import CodegenError, ExprGen, is_aggregate
 from .codegen_types import default_value, width_of, is_signed
 
 
-def py_default(t) -> str:
-    return default_value(t)
-
-
 class FnGen(ExprGen):
     """Generates the body of one Python function."""
 
@@ -77,7 +73,7 @@ class FnGen(ExprGen):
                 return "v_" + name
             return "L." + name
         if kind == "instance":
-            return self.unit.instance_glob(self.ctl, name, decl)
+            return self.unit.instance_glob(self.ctl, name)
         if kind == "raw":  # synthetic path built by the generator itself
             return name
         raise CodegenError(f"unsupported: use of {kind} '{name}' as a value")
@@ -117,7 +113,7 @@ class FnGen(ExprGen):
 
     def declare(self, target, t, init):
         if is_aggregate(t):
-            self.line(f"{target} = {py_default(t)}")
+            self.line(f"{target} = {default_value(t)}")
             if isinstance(init, A.ListExpr):
                 tmp_path = A.PathExpr(target, "raw", type=t)
                 self.assign_list(tmp_path, target, init)
@@ -126,7 +122,7 @@ class FnGen(ExprGen):
         elif init is not None:
             self.line(f"{target} = {self.expr(init)}")
         else:
-            self.line(f"{target} = {py_default(t)}")
+            self.line(f"{target} = {default_value(t)}")
 
     def s_ExprStmt(self, s):
         self.call_stmt(s.expr)
@@ -298,7 +294,7 @@ class FnGen(ExprGen):
             self.line(f"if {ent} is not None:")
             self.line(f"    {ent}.packets += 1; {ent}.bytes += _P.plen")
         if tdecl.meters:
-            dm = self.unit.instance_glob(self.ctl, tdecl.meters, None)
+            dm = self.unit.instance_glob(self.ctl, tdecl.meters)
             self.line(f"_P.dmeter = {dm}.execute_entry({ent}, _P.plen, _P.now)")
         fmap = self.unit.table_fn_map(self.ctl, tdecl)
         self.line(f"{fmap}[{act}](_P, {self.ctl_args}{', ' if self.ctl_args else ''}{self.locals_obj()}, {args})")
@@ -348,7 +344,7 @@ def _copy_in(g: FnGen, params):
     # callee reach the caller only through copy-out (returned, then assigned).
     for p in params:
         if p.direction == "out":
-            g.line(f"p_{p.name} = {py_default(p.type)}")
+            g.line(f"p_{p.name} = {default_value(p.type)}")
         elif is_aggregate(p.type):
             g.line(f"p_{p.name} = p_{p.name}._clone()")
 
@@ -366,7 +362,7 @@ def gen_locals_class(ctl: A.ControlDecl) -> list[str]:
     L = [f"class L_{ctl.name}:", f"    __slots__ = {tuple(names)!r}", "    def __init__(self):"]
     for d in ctl.locals:
         if isinstance(d, A.VarDecl):
-            L.append(f"        self.{d.name} = {py_default(d.type)}")
+            L.append(f"        self.{d.name} = {default_value(d.type)}")
     return L
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from . import p4ast as A
 from .codegen_control import FnGen
 from .codegen_expr import CodegenError, const_wrap
-from .codegen_types import width_of, is_signed
+from .codegen_types import class_name, width_of, is_signed
 
 MAX_STATE_VISITS = 1000
 
@@ -108,7 +108,7 @@ class ParserGen(FnGen):
             nbytes = width_of(t) // 8
             self.need(str(nbytes))
             v = self.tmp()
-            self.line(f"{v} = {self.unit.type_class(t)}()")
+            self.line(f"{v} = {class_name(t)}()")
             self.line(f"{v}._extract(_buf, _off)")
             return v
         w = width_of(t)

@@ -101,23 +101,17 @@ class Unit:
             self.errors.append(name)
         return self.errors.index(name)
 
-    def type_class(self, t) -> str:
-        return class_name(t)
-
     def sm_param(self, decl):
         for p in decl.params:
             if isinstance(p.type, A.StructT) and p.type.name == "standard_metadata_t":
                 return "p_" + p.name
         return None
 
-    def sm_name(self, g) -> str:
-        return "_P.sm"
-
     # externs ------------------------------------------------------------
     def _ctl_name(self, ctl):
         return ctl.name if ctl is not None else ""
 
-    def instance_glob(self, ctl, name, decl):
+    def instance_glob(self, ctl, name):
         key = (self._ctl_name(ctl), name)
         if key not in self.instances:
             raise CodegenError(f"extern instance {name} is not declared in {key[0] or 'this scope'}")
@@ -137,14 +131,14 @@ class Unit:
         key = (self._ctl_name(ctl), tdecl.name)
         if key not in self._fnmaps:
             fmap = {}
-            if table.default_action not in [self.specs.get(self.action_runtime_name(ctl, r.action))
+            if table.default_action not in [self.specs.get(self.action_runtime_name(r.action))
                                             for r in tdecl.actions]:
                 fmap[table.default_action] = "_noop_action"
             for ref in tdecl.actions:
                 if any(p.direction for p in ref.action.params):
                     raise CodegenError(f"unsupported: action {ref.action.name} with in/out/inout parameters "
                                        f"in the actions of table {tdecl.name}", tdecl.loc)
-                fmap[self.specs[self.action_runtime_name(ctl, ref.action)]] = self.action_fn(ctl, ref.action)
+                fmap[self.specs[self.action_runtime_name(ref.action)]] = self.action_fn(ctl, ref.action)
             self._fnmaps[key] = self.bind("FN_", fmap)
         return self._fnmaps[key]
 
@@ -153,10 +147,10 @@ class Unit:
         for ref in tdecl.actions:
             a = ref.action
             if name in (a.name, a.runtime_name) or (a.runtime_name or "").endswith("." + name):
-                return self.bind("AS_", self.specs[self.action_runtime_name(None, a)])
+                return self.bind("AS_", self.specs[self.action_runtime_name(a)])
         raise CodegenError(f"switch label {name} is not an action of table {tdecl.name}")
 
-    def action_runtime_name(self, ctl, a: A.ActionDecl) -> str:
+    def action_runtime_name(self, a: A.ActionDecl) -> str:
         return a.runtime_name or a.name
 
     def action_fn(self, ctl, decl: A.ActionDecl) -> str:
@@ -226,7 +220,7 @@ class Unit:
         return None
 
     def _spec(self, a: A.ActionDecl) -> S.ActionSpec:
-        name = self.action_runtime_name(None, a)
+        name = self.action_runtime_name(a)
         if name not in self.specs:
             params = [(p.name, width_of(p.type)) for p in a.params if not p.direction]
             self.specs[name] = S.ActionSpec(name, params, id=len(self.specs))

@@ -288,7 +288,7 @@ class V1Gen:
         m(g, e, *e.args)
 
     def f_mark_to_drop(self, g, e, sm=None):
-        s = g.expr(sm) if sm is not None else self.unit.sm_name(g)
+        s = g.expr(sm) if sm is not None else "_P.sm"
         g.line(f"{s}.egress_spec = 511; {s}.mcast_grp = 0")
 
     def f_clone(self, g, e, ctype, session):
@@ -358,7 +358,7 @@ class V1Gen:
     def _verify(self, g, e, cond, data, cksum, algo, with_payload=False):
         c = self._checksum_code(g, data, algo, with_payload)
         w = width_of(cksum.type)
-        sm = self.unit.sm_name(g)
+        sm = "_P.sm"
         g.line(f"if {g.expr(cond)} and ({c} & {hex((1 << w) - 1)}) != {g.expr(cksum)}:")
         g.line(f"    {sm}.checksum_error = 1")
 
