@@ -128,7 +128,7 @@ def test_tcp_goodput_is_the_bottleneck_rate(wan):
 
 
 def test_bandwidth_change_mid_run_shows_in_link_counters(wan):
-    net, g = wan["net"], wan["graph"]
+    g = wan["graph"]
     edge = ("tg1", "tg2")
     intf = f"tg1-eth{g.edges[edge]['ports']['tg1']}"
     path = wan["run_dir"] / "counters.csv"
