@@ -22,7 +22,7 @@ import time
 
 from softswitch.linkem import LinkEmulation, PreciseTimer, parse_link_emu_spec
 from softswitch.pcap import PortPcaps
-from softswitch.ports import Port, PortError, parse_interface_spec
+from softswitch.ports import Port, parse_interface_spec
 
 log = logging.getLogger("softswitch")
 
@@ -326,14 +326,8 @@ def main(argv=None) -> int:
         for number, ifname in ifaces.items():
             ports[number] = Port(number, ifname)
         server = _start_control_server(switch, control_port)
-    except PortError as e:
-        _fail(args, f"softswitch: {e.strerror}")
-        for p in ports.values():
-            p.close()
-        return 1
-    except OSError as e:   # the control server's message names the port and what to do
-        msg = e.strerror or str(e)
-        _fail(args, f"softswitch: {msg}")
+    except OSError as e:   # a PortError's or the control server's message names what to check
+        _fail(args, f"softswitch: {e.strerror or e}")
         for p in ports.values():
             p.close()
         return 1
