@@ -25,6 +25,9 @@ from workers.worker_main import float_sum_bound
 
 REPO = Path(__file__).resolve().parent.parent
 LO = "127.0.0.1"
+# peer timeouts of the failure-path tests: far above what a loaded machine adds, so "noticed
+# the closed connection" (well under half of it) cannot be confused with "timed out"
+SLOW_TIMEOUT_S = 20.0
 
 
 def free_ports(n: int) -> list[int]:
@@ -72,7 +75,8 @@ def start_servers(specs):
     servers = []
     for children, up, rank in specs:
         upstream = (LO, servers[up].address[1]) if up is not None else None
-        servers.append(AggregationServer(LO, 0, children, timeout_s=5, upstream=upstream, rank=rank))
+        servers.append(AggregationServer(LO, 0, children, timeout_s=SLOW_TIMEOUT_S, upstream=upstream,
+                                          rank=rank))
     results, threads = [None] * len(servers), []
     for i, s in enumerate(servers):
         def serve(i=i, s=s):
@@ -215,19 +219,19 @@ def test_ps_worker_dying_is_an_error_for_everyone_not_a_hang():
     addr = [(LO, servers[0].address[1])]
 
     def good(r):
-        c = PSClient(addr, r, timeout_s=3)
+        c = PSClient(addr, r, timeout_s=SLOW_TIMEOUT_S)
         c.allreduce(g[r], 0)
         return c.allreduce(g[r], 1)
 
     def dies():
-        c = PSClient(addr, 2, timeout_s=3)
+        c = PSClient(addr, 2, timeout_s=SLOW_TIMEOUT_S)
         c.allreduce(g[2], 0)
         c.chans[0].sock.close()     # the process dies between iterations
     t0 = time.monotonic()
     out, errs = run_threads([lambda: good(0), lambda: good(1), dies])
     for t in threads:
         t.join(10)
-    assert time.monotonic() - t0 < 3, "the server noticed the closed connection at once"
+    assert time.monotonic() - t0 < SLOW_TIMEOUT_S / 2, "the server noticed the closed connection, no timeout"
     assert isinstance(stats[0], fr.PeerError) and "child 2" in str(stats[0])
     for e in errs[:2]:
         assert isinstance(e, fr.PeerError) and "check its log" in str(e)
@@ -259,7 +263,7 @@ def test_ring_neighbour_dying_is_an_error_not_a_hang():
     g = grads(w, 30_000)
 
     def worker(r):
-        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=3)
+        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=SLOW_TIMEOUT_S)
         c.allreduce(g[r], 0)
         if r == 1:
             c.close()               # dies after the first iteration
@@ -267,7 +271,7 @@ def test_ring_neighbour_dying_is_an_error_not_a_hang():
         return c.allreduce(g[r], 1)
     t0 = time.monotonic()
     out, errs = run_threads([lambda r=r: worker(r) for r in range(w)])
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < SLOW_TIMEOUT_S / 2, "the closed connection was noticed, no timeout"
     assert isinstance(errs[0], fr.PeerError) and isinstance(errs[2], fr.PeerError)
     assert "closed" in str(errs[0]) + str(errs[2]) or "failed" in str(errs[0]) + str(errs[2])
 
