@@ -145,10 +145,6 @@ def substitute(t, binding: dict):
     return t
 
 
-def has_typevar(t) -> bool:
-    return isinstance(t, TypeVar)
-
-
 def fold_binary(op: str, a, b, t):
     """Value of `a op b` for constants of result type `t` (None: not foldable).
     Division by zero is the caller's error to report."""
