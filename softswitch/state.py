@@ -324,21 +324,21 @@ class PRE:
     def node_create(self, rid: int, ports) -> int:
         if not isinstance(rid, int) or not 0 <= rid < 1 << 16:
             raise StateError("ERROR", f"replication id {rid} is not within 0..65535")
-        ports = frozenset(ports)
-        bad = [p for p in ports if not isinstance(p, int) or not 0 <= p < self.max_port]
-        if bad:
-            raise StateError("ERROR", f"port {bad[0]} is not within 0..{self.max_port - 1}")
+        ports = self._port_set(ports)
         handle = next(i for i in range(len(self.nodes) + 1) if i not in self.nodes)
         self.nodes[handle] = (rid, ports)
         return handle
 
-    def node_update(self, handle: int, ports):
-        rid, _ = self._node(handle)
+    def _port_set(self, ports) -> frozenset:
         ports = frozenset(ports)
         bad = [p for p in ports if not isinstance(p, int) or not 0 <= p < self.max_port]
         if bad:
             raise StateError("ERROR", f"port {bad[0]} is not within 0..{self.max_port - 1}")
-        self.nodes[handle] = (rid, ports)
+        return ports
+
+    def node_update(self, handle: int, ports):
+        rid, _ = self._node(handle)
+        self.nodes[handle] = (rid, self._port_set(ports))
         if handle in self.node_group:
             self._touch(self.node_group[handle])
 
