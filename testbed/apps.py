@@ -91,6 +91,14 @@ def ring_peers(graph) -> dict[str, str]:
     return peers
 
 
+def check_option_names(scheme: str, opts: dict, known) -> None:
+    """Reject scheme_options keys that the scheme does not know (a typo is an error)."""
+    unknown = set(opts) - set(known)
+    if unknown:
+        raise ValueError(f"scheme_options: unknown option(s) {sorted(unknown)} for scheme {scheme} "
+                         f"(known: {', '.join(sorted(known))})")
+
+
 @dataclass
 class IperfOptions:
     protocol: str = "tcp"          # tcp | udp
@@ -101,11 +109,7 @@ class IperfOptions:
 
     @classmethod
     def from_options(cls, opts: dict) -> "IperfOptions":
-        known = set(cls.__dataclass_fields__)
-        unknown = set(opts) - known
-        if unknown:
-            raise ValueError(f"scheme_options: unknown option(s) {sorted(unknown)} for scheme "
-                             f"iperf (known: {sorted(known)})")
+        check_option_names("iperf", opts, cls.__dataclass_fields__)
         o = cls(**opts)
         if o.protocol not in ("tcp", "udp"):
             raise ValueError(f"scheme_options.protocol: {o.protocol!r} is not tcp or udp")
