@@ -268,7 +268,11 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
             L.append(f"        self.{f.name} = o.{f.name}")
     if not s.fields:
         L.append("        pass")
-    L += ["    def _clone(self):", f"        c = {cname}()", "        c._set(self)", "        return c"]
+    # a copy without first building default members (multicast clones hdr/meta per replica)
+    L += ["    def _clone(self):", f"        c = {cname}.__new__({cname})"]
+    L += [f"        c.{f.name} = self.{f.name}._clone()" if _is_aggregate(f.type) else
+          f"        c.{f.name} = self.{f.name}" for f in s.fields]
+    L += ["        return c"]
     L += ["    def _eq(self, o):"]
     conds = []
     for f in s.fields:
