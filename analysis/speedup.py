@@ -18,7 +18,11 @@ so steady-state figures skip `skip` iterations, default 1):
                          time (first gradient byte sent -> last result byte received)
   time to accuracy       from the start of iteration 0 to the end of the first iteration
                          whose test accuracy (after the update) is >= the target
-  WAN/wire bytes per iteration  bytes the workers put on the wire per iteration, summed
+  bytes per iteration    bytes the workers handed to their sockets per iteration (payload
+                         with its framing or aggregation header; INA's re-sent packets count,
+                         the kernel's TCP retransmissions do not), summed over workers: what
+                         leaves the hosts, LAN included, NOT WAN bytes (those are
+                         analysis/metrics.wan_bytes_per_iteration, from WAN interface counters)
 
 What summary.json must carry (under "app"; workers/events.summarize_job produces it for
 every scheme, from the per-worker event logs):
@@ -85,7 +89,7 @@ def time_to_accuracy(app: dict, target: float) -> float | None:
 
 
 def bytes_per_iteration(app: dict) -> float | None:
-    """Bytes all workers put on the wire per iteration (framed payload)."""
+    """Bytes all workers handed to their sockets per iteration (see the module doc; not WAN bytes)."""
     ws = [w for w in (app.get("workers") or {}).values() if w.get("iterations")]
     if not ws:
         return None
