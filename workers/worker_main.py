@@ -84,7 +84,7 @@ def run(cfg: dict, log) -> int:
             grad = grad.astype(np.float32)
             sent0, recv0 = comm.bytes_sent, comm.bytes_received
             segs0, retr0 = comm.tcp_counters()
-            log.log("first_send", iteration=it)
+            tf = log.log("first_send", iteration=it)["t"]
             if cfg.get("duration_s"):
                 # BSP with a time limit: every worker must stop after the same iteration, so
                 # the "my time is up" flags ride along as one extra value and are summed too
@@ -107,7 +107,7 @@ def run(cfg: dict, log) -> int:
             wl.apply(total)
             loss, acc = wl.evaluate()   # test set, after the update (as the INA worker)
             log.log("iteration_end", t=te, iteration=it, t_start=ts, t_end=te, compute_s=tc - ts,
-                    comm_s=te - tc, gradient_bytes=grad.nbytes,
+                    comm_s=te - tf, gradient_bytes=grad.nbytes,
                     bytes_sent=comm.bytes_sent - sent0, bytes_received=comm.bytes_received - recv0,
                     packets_sent=segs1 - segs0, retransmissions=retr1 - retr0,
                     batch_loss=batch_loss, loss=loss, accuracy=acc, stragglers=list(sample.reasons),
