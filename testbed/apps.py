@@ -12,6 +12,7 @@ iperf3 measured. Worker drivers are testbed.iperf_worker processes inside the ho
 """
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from abc import ABC, abstractmethod
@@ -218,21 +219,26 @@ class IperfApp(App):
                 p.wait(3)
 
 
-# scheme name -> App class. Schemes register here (one line each) as they land.
-APPS: dict[str, type[App]] = {"iperf": IperfApp}
-APPS.update({s: (lambda o, s=s: __import__("testbed.app_ina", fromlist=["InaApp"]).InaApp(o, scheme=s)) for s in ("ina", "geo-ina")})  # lazy: app_ina imports this module
+def _lazy(module: str, cls: str, **kwargs):
+    """A factory that imports the app's module on first use (those modules import this one)."""
+    def make(options):
+        return getattr(importlib.import_module(module), cls)(options, **kwargs)
+    return make
+
+
+# scheme name -> App class or factory(options) -> App: one line per scheme.
+APPS: dict = {
+    "iperf": IperfApp,
+    "ina": _lazy("testbed.app_ina", "InaApp", scheme="ina"),
+    "geo-ina": _lazy("testbed.app_ina", "InaApp", scheme="geo-ina"),
+    "ps": _lazy("testbed.app_baselines", "PsApp"),
+    "hier-ps": _lazy("testbed.app_baselines", "HierPsApp"),
+    "ring": _lazy("testbed.app_baselines", "RingApp"),
+}
 
 
 def make_app(scheme: str, options: dict) -> App:
-    cls = APPS.get(scheme)
-    if cls is None:
-        raise ValueError(f"scheme {scheme!r} has no application yet (available: "
-                         f"{', '.join(sorted(APPS))}; see issue 4); use scheme: iperf for the "
-                         f"traffic demo")
-    return cls(options)
-
-
-# TCP baselines (issue 5), lazy like app_ina: app_baselines imports this module.
-APPS["ps"] = lambda o: __import__("testbed.app_baselines", fromlist=["PsApp"]).PsApp(o)
-APPS["hier-ps"] = lambda o: __import__("testbed.app_baselines", fromlist=["HierPsApp"]).HierPsApp(o)
-APPS["ring"] = lambda o: __import__("testbed.app_baselines", fromlist=["RingApp"]).RingApp(o)
+    make = APPS.get(scheme)
+    if make is None:
+        raise ValueError(f"scheme {scheme!r} has no application (available: {', '.join(sorted(APPS))})")
+    return make(options)

@@ -123,7 +123,7 @@ def test_iperf_options_validation():
         apps.IperfOptions.from_options({"bogus": 1})
     with pytest.raises(ValueError, match="not tcp or udp"):
         apps.IperfOptions.from_options({"protocol": "sctp"})
-    with pytest.raises(ValueError, match="no application yet"):
+    with pytest.raises(ValueError, match="has no application"):
         apps.make_app("no-such-scheme", {})
 
 
