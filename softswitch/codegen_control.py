@@ -22,8 +22,8 @@ requests, digests. Registers' value lists are cached in locals at function entry
 from __future__ import annotations
 
 from . import p4ast as A
-from .codegen_expr import CodegenError, ExprGen, is_aggregate
-from .codegen_types import default_value, width_of, is_signed
+from .codegen_expr import CodegenError, ExprGen
+from .codegen_types import default_value, is_aggregate, width_of, is_signed
 
 
 class FnGen(ExprGen):

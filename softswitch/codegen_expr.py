@@ -12,7 +12,7 @@ Shifts by a run-time amount are guarded so a huge amount cannot build a huge int
 from __future__ import annotations
 
 from . import p4ast as A
-from .codegen_types import CodegenError, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
+from .codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
 from .p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
 
 
@@ -28,10 +28,6 @@ def wrap(expr: str, t) -> str:
         h = 1 << (t.width - 1)
         return f"(((({expr}) + {hex(h)}) & {mask(t.width)}) - {hex(h)})"
     return expr
-
-
-def is_aggregate(t) -> bool:
-    return isinstance(t, (A.HeaderT, A.StructT, A.HeaderUnionT, A.StackT))
 
 
 class ExprGen:

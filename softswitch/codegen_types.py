@@ -262,7 +262,7 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
     L += [f"        self.{f.name} = {default_value(f.type)}" for f in s.fields] or ["        pass"]
     L += ["    def _set(self, o):"]
     for f in s.fields:
-        if _is_aggregate(f.type):
+        if is_aggregate(f.type):
             L.append(f"        self.{f.name}._set(o.{f.name})")
         else:
             L.append(f"        self.{f.name} = o.{f.name}")
@@ -270,7 +270,7 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
         L.append("        pass")
     # a copy without first building default members (multicast clones hdr/meta per replica)
     L += ["    def _clone(self):", f"        c = {cname}.__new__({cname})"]
-    L += [f"        c.{f.name} = self.{f.name}._clone()" if _is_aggregate(f.type) else
+    L += [f"        c.{f.name} = self.{f.name}._clone()" if is_aggregate(f.type) else
           f"        c.{f.name} = self.{f.name}" for f in s.fields]
     L += ["        return c"]
     L += ["    def _eq(self, o):"]
@@ -278,7 +278,7 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
     for f in s.fields:
         if isinstance(f.type, A.StackT):
             conds.append(f"all(a._eq(b) for a, b in zip(self.{f.name}.h, o.{f.name}.h))")
-        elif _is_aggregate(f.type):
+        elif is_aggregate(f.type):
             conds.append(f"self.{f.name}._eq(o.{f.name})")
         else:
             conds.append(f"self.{f.name} == o.{f.name}")
@@ -292,7 +292,7 @@ def gen_union_class(u: A.HeaderUnionT) -> list[str]:
     return gen_struct_class(u, class_name(u))
 
 
-def _is_aggregate(t) -> bool:
+def is_aggregate(t) -> bool:
     return isinstance(t, (A.HeaderT, A.StructT, A.HeaderUnionT, A.StackT))
 
 
