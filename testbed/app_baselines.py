@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.apps import App, RunContext, WorkerProgress
+from testbed.apps import App, RunContext, WorkerProgress, check_option_names
 from workers.comm_hier_ps import hier_plan
 from workers.comm_ring import ring_order
 
@@ -45,10 +45,7 @@ class BaselineOptions:
     def from_options(cls, scheme: str, opts: dict) -> "BaselineOptions":
         allowed = {"ps": {"server_dc", "shards"}, "hier-ps": {"global_dc"}, "ring": set()}[scheme] | \
             {"dedicated_servers", "base_port", "timeout_s", "verify"}
-        unknown = set(opts) - allowed
-        if unknown:
-            raise ValueError(f"scheme_options: unknown option(s) {sorted(unknown)} for scheme "
-                             f"{scheme} (known: {sorted(allowed)})")
+        check_option_names(scheme, opts, allowed)
         o = cls(**opts)
         if not isinstance(o.shards, int) or o.shards < 1:
             raise ValueError(f"scheme_options.shards must be an integer >= 1 (got {o.shards!r})")

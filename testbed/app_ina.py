@@ -59,7 +59,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from testbed.apps import App, RunContext, WorkerProgress
+from testbed.apps import App, RunContext, WorkerProgress, check_option_names
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 120.0
@@ -81,11 +81,7 @@ class InaOptions:
 
     @classmethod
     def from_options(cls, scheme: str, opts: dict) -> "InaOptions":
-        known = set(cls.__dataclass_fields__)
-        unknown = set(opts) - known
-        if unknown:
-            raise ValueError(f"scheme_options: unknown option(s) {sorted(unknown)} for scheme {scheme} "
-                             f"(known: {', '.join(sorted(known))})")
+        check_option_names(scheme, opts, cls.__dataclass_fields__)
         o = cls(**opts)
         if o.window != "auto" and (not isinstance(o.window, int) or not 1 <= o.window < 2**15):
             raise ValueError(f"scheme_options.window must be \"auto\" or an integer in 1..32767 "
