@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
+from topologies.graph import hosts_by_dc
 from workers.events import read_events
 
 IPERF_PORT = 5201
@@ -77,13 +78,8 @@ class App(ABC):
 
 def ring_peers(graph) -> dict[str, str]:
     """Each host's peer: the host with the same rank in the next datacenter."""
-    by_dc: dict[int, list[str]] = {}
-    for n, d in graph.nodes(data=True):
-        if d["role"] == "host":
-            by_dc.setdefault(d["dc_index"], []).append(n)
+    by_dc = hosts_by_dc(graph)
     dcs = sorted(by_dc)
-    for d in dcs:
-        by_dc[d].sort(key=lambda n: graph.nodes[n]["worker_index"])
     peers = {}
     for i, d in enumerate(dcs):
         nxt = by_dc[dcs[(i + 1) % len(dcs)]]

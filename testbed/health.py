@@ -13,6 +13,8 @@ import re
 
 import networkx as nx
 
+from topologies.graph import hosts_by_dc
+
 RTT_TOLERANCE_PCT = 5.0
 RTT_TOLERANCE_MS = 1.0
 
@@ -57,20 +59,15 @@ def within_tolerance(measured_ms: float, expected_ms: float,
 
 def wan_probe_pairs(graph) -> list[dict]:
     """For each WAN edge, the (src host, dst host) pair used to measure it."""
-    hosts_by_dc: dict[int, list[str]] = {}
-    for n, d in graph.nodes(data=True):
-        if d["role"] == "host":
-            hosts_by_dc.setdefault(d["dc_index"], []).append(n)
-    for v in hosts_by_dc.values():
-        v.sort(key=lambda n: graph.nodes[n]["worker_index"])
+    by_dc = hosts_by_dc(graph)
     pairs = []
     for u, v, d in sorted(graph.edges(data=True)):
         if d.get("kind") != "wan":
             continue
         a, b = graph.nodes[u]["dc_index"], graph.nodes[v]["dc_index"]
-        if a not in hosts_by_dc or b not in hosts_by_dc:
+        if a not in by_dc or b not in by_dc:
             continue
-        src, dst = hosts_by_dc[a][0], hosts_by_dc[b][0]
+        src, dst = by_dc[a][0], by_dc[b][0]
         rtt, path = path_rtt_ms(graph, src, dst)
         on_path = any({x, y} == {u, v} for x, y in zip(path, path[1:]))
         pairs.append({"edge": f"{u}-{v}", "src": src, "dst": dst, "configured_rtt_ms": rtt,

@@ -125,6 +125,14 @@ def hosts(g: nx.Graph) -> list[str]:
                   key=lambda n: g.nodes[n]["worker_index"])
 
 
+def hosts_by_dc(g: nx.Graph) -> dict[int, list[str]]:
+    """Hosts per datacenter index, each list in worker_index order."""
+    out: dict[int, list[str]] = {}
+    for h in hosts(g):
+        out.setdefault(g.nodes[h]["dc_index"], []).append(h)
+    return out
+
+
 def switches(g: nx.Graph) -> list[str]:
     """Switches in device_id order."""
     return sorted((n for n, a in g.nodes(data=True) if a["role"] != "host"),
