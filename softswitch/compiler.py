@@ -388,11 +388,15 @@ def main(argv=None):
     """python3 -m softswitch.compiler PROGRAM.p4 [-D NAME=VALUE]...: print the generated Python."""
     import argparse
     from . import frontend
+    from .preprocess import parse_define_args
     ap = argparse.ArgumentParser(prog="python3 -m softswitch.compiler")
     ap.add_argument("program")
     ap.add_argument("-D", action="append", default=[], metavar="NAME=VALUE")
     a = ap.parse_args(argv)
-    defines = dict((d.split("=", 1) + ["1"])[:2] for d in a.D)
+    try:
+        defines = parse_define_args(a.D)
+    except ValueError as e:
+        ap.error(str(e))
     sys.stdout.write(compile_program(frontend.load(a.program, defines)).source)
 
 
