@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from topologies.graph import hosts_by_dc
+from topologies.graph import hosts, hosts_by_dc
 from workers.events import read_events
 
 IPERF_PORT = 5201
@@ -79,7 +79,7 @@ class App(ABC):
 def ring_peers(graph) -> dict[str, str]:
     """Each host's peer: the host with the same rank in the next datacenter."""
     by_dc = hosts_by_dc(graph)
-    dcs = sorted(by_dc)
+    dcs = list(by_dc)
     peers = {}
     for i, d in enumerate(dcs):
         nxt = by_dc[dcs[(i + 1) % len(dcs)]]
@@ -128,7 +128,7 @@ class IperfApp(App):
     def setup(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.peers = ring_peers(ctx.graph)
-        self.workers = sorted(self.peers, key=lambda n: ctx.graph.nodes[n]["worker_index"])
+        self.workers = hosts(ctx.graph)
         if self.opts.protocol == "udp" and self.opts.udp_rate_mbps is None:
             wan = [d["bandwidth_mbps"] for _, _, d in ctx.graph.edges(data=True) if d["kind"] == "wan"]
             self.opts.udp_rate_mbps = min(wan) if wan else 10.0

@@ -126,11 +126,11 @@ def hosts(g: nx.Graph) -> list[str]:
 
 
 def hosts_by_dc(g: nx.Graph) -> dict[int, list[str]]:
-    """Hosts per datacenter index, each list in worker_index order."""
+    """Hosts per datacenter index (keys in ascending order), each list in worker_index order."""
     out: dict[int, list[str]] = {}
     for h in hosts(g):
         out.setdefault(g.nodes[h]["dc_index"], []).append(h)
-    return out
+    return dict(sorted(out.items()))
 
 
 def switches(g: nx.Graph) -> list[str]:
