@@ -345,7 +345,8 @@ def check_scenario(scn: Scenario, source: str) -> None:
 
 
 def _host_ids(scn: Scenario) -> set[str]:
-    return {f"h{d}r{r}w{w}" for d, dc in enumerate(scn.datacenters, 1)
+    from topologies.graph import host_id   # topologies.graph imports this module
+    return {host_id(d, r, w) for d, dc in enumerate(scn.datacenters, 1)
             for r in range(1, dc.racks + 1) for w in range(1, dc.workers_per_rack + 1)}
 
 
