@@ -351,16 +351,11 @@ def _host_ids(scn: Scenario) -> set[str]:
 
 
 def _check_connected(scn: Scenario, fail) -> None:
+    import networkx as nx
     n = len(scn.datacenters)
-    adj = {i: set() for i in range(1, n + 1)}
-    for i, j in wan_edge_pairs(scn):
-        adj[i].add(j)
-        adj[j].add(i)
-    reach, todo = {1}, [1]
-    while todo:
-        for m in adj[todo.pop()] - reach:
-            reach.add(m)
-            todo.append(m)
+    wan = nx.Graph(wan_edge_pairs(scn))
+    wan.add_nodes_from(range(1, n + 1))
+    reach = nx.node_connected_component(wan, 1)
     if len(reach) != n:
         cut = [scn.datacenters[i - 1].name for i in range(1, n + 1) if i not in reach]
         fail("wan.edges", f"the WAN is not connected: {', '.join(cut)} cannot reach "
