@@ -205,8 +205,6 @@ def stop_network(net) -> None:
         net.stop()
     except Exception as e:  # keep tearing down what is left
         print(f"warning: Mininet stop raised {e!r}; cleaning up interfaces by name")
-    for sw in getattr(net, "switches", []):   # root-namespace ends that survived stop()
-        for name in [i.name for i in sw.intfList() if i.name != "lo"]:
-            if os.path.exists(f"/sys/class/net/{name}"):
-                subprocess.run(["ip", "link", "del", name],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from testbed.cleanup import delete_interfaces
+    # root-namespace ends that survived stop()
+    delete_interfaces(i.name for sw in getattr(net, "switches", []) for i in sw.intfList() if i.name != "lo")
