@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.apps import App, RunContext, WorkerProgress, check_option_names
+from topologies.graph import hosts_by_dc
 from workers.comm_hier_ps import hier_plan
 from workers.comm_ring import ring_order
 
@@ -64,16 +65,6 @@ class Placement:
     comm: dict[str, dict] = field(default_factory=dict)
 
 
-def _dc_hosts(graph) -> dict[int, list[str]]:
-    by: dict[int, list[str]] = {}
-    for n, d in graph.nodes(data=True):
-        if d["role"] == "host":
-            by.setdefault(d["dc_index"], []).append(n)
-    for hs in by.values():
-        hs.sort(key=lambda n: graph.nodes[n]["worker_index"])
-    return dict(sorted(by.items()))
-
-
 def _dc_by_name(graph, name: str | None, what: str) -> int:
     dcs = {d["dc"]: d["dc_index"] for _, d in graph.nodes(data=True) if d["role"] == "host"}
     if name is None:
@@ -85,7 +76,7 @@ def _dc_by_name(graph, name: str | None, what: str) -> int:
 
 
 def plan_placement(scheme: str, graph, o: BaselineOptions) -> Placement:
-    by_dc = _dc_hosts(graph)
+    by_dc = hosts_by_dc(graph)
     ip = lambda h: graph.nodes[h]["ip"]
     if scheme == "ps":
         dc = _dc_by_name(graph, o.server_dc, "server_dc")

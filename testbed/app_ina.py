@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from testbed.apps import App, RunContext, WorkerProgress, check_option_names
+from topologies.graph import host_id
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 120.0
@@ -165,10 +166,6 @@ def check_program(scenario) -> None:
                          "p4/aggregation.p4 is chosen) or set it to p4/aggregation.p4")
 
 
-def unprefixed_host_id(attrs: dict) -> str:
-    return f"h{attrs['dc_index']}r{attrs['rack']}w{attrs['worker']}"
-
-
 def worker_configs(graph, scenario, tree, opts: InaOptions, k: int, events_dir: Path,
                    go_file: Path, iterations, duration_s) -> dict[str, dict]:
     """One worker config (workers.ina_worker.WorkerConfig fields) per worker (pure)."""
@@ -184,7 +181,7 @@ def worker_configs(graph, scenario, tree, opts: InaOptions, k: int, events_dir: 
                                                      floor_s),
                                          max_retransmissions=opts.max_retransmissions,
                                          congestion_control=opts.congestion_control)
-        out[h] = {"worker": h, "index": a["worker_index"], "host_id": unprefixed_host_id(a),
+        out[h] = {"worker": h, "index": a["worker_index"], "host_id": host_id(a["dc_index"], a["rack"], a["worker"]),
                   "dc": a["dc"], "ip": a["ip"], "n_workers": len(tree.workers), "seed": scenario.seed,
                   "events": str(events_dir / f"{h}.jsonl"), "client": asdict(client),
                   "workload": scenario.workload.model_dump(),
