@@ -152,6 +152,7 @@ def prepare(opts: RunOptions, scn):
     backend, backend_reason = backends.choose_backend(scn.switch.backend)
     mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem())
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
+    app.plan(graph, scn)   # the scheme's placement, trees and entries: pure, fails early
     plan = linkemu.plan(graph, mode, seed=scn.seed)
     if backend == "bmv2" and plan.switch_emu:
         raise RunError("the bmv2 backend cannot apply delay/jitter/loss in user space and this "

@@ -342,6 +342,7 @@ def check_scenario(scn: Scenario, source: str) -> None:
                  f"unknown worker {s.worker!r} (host ids look like h1r1w1; see docs/addressing.md)")
 
     _check_rates(scn, fail)
+    _check_scheme_options(scn, fail)
 
 
 def _host_ids(scn: Scenario) -> set[str]:
@@ -387,3 +388,23 @@ def _check_rates(scn: Scenario, fail) -> None:
     for k, e in enumerate(scn.wan.edges):
         check(f"wan.edges.{k}.bandwidth_mbps", e.bandwidth_mbps)
         check_schedule(f"wan.edges.{k}.bandwidth_schedule", e.bandwidth_schedule)
+
+
+def _check_scheme_options(scn: Scenario, fail) -> None:
+    """scheme_options against the scheme's own options model (schemes/<name>/options.py)."""
+    import schemes
+    model = schemes.get(scn.scheme).options
+    try:
+        model.model_validate(scn.scheme_options)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        loc = [str(p) for p in err["loc"] if not str(p).startswith(("literal[", "function-"))]
+        field = loc[0] if loc else ""
+        path = ".".join(["scheme_options"] + loc[:1])
+        known = ", ".join(model.model_fields)
+        if err["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(field, list(model.model_fields), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            fail(path, f"unknown option {field!r} for scheme {scn.scheme}{hint} (options: {known})")
+        msg = err["msg"].removeprefix("Value error, ")
+        fail(path, f"{msg} (got {err.get('input')!r})" if field else f"{msg} (options: {known})")

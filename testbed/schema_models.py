@@ -11,11 +11,10 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Strict as StrictType, Tag,
                       field_validator, model_validator)
 
+import schemes
 from topologies import catalog
 
-SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina", "iperf")
-AGG_SCHEMES = ("ina", "geo-ina")     # in-network aggregation: need AGG_PROGRAM
-AGG_PROGRAM = "p4/aggregation.p4"
+SCHEMES = schemes.NAMES             # the registry, schemes/__init__.py
 
 # Limits of this machine and of the addressing plan (docs/addressing.md).
 MIN_DATACENTERS, MAX_DATACENTERS = 2, 8
@@ -167,6 +166,8 @@ class LinkEmulation(Strict):
 class SyntheticWorkload(Strict):
     kind: Literal["synthetic"] = "synthetic"
     parameters: Int = Field(default=65536, gt=0)   # N gradient values per iteration
+    clip: Float = Field(default=4.0, gt=0)         # elementwise gradient clipping bound, agreed
+                                                   # by all workers (INA quantizes within it)
 
 
 class ModelWorkload(Strict):
@@ -175,6 +176,7 @@ class ModelWorkload(Strict):
     dataset: str = "synthetic"
     batch_size: Int = Field(default=32, gt=0)
     lr: Float = Field(default=0.1, gt=0)
+    clip: Float = Field(default=4.0, gt=0)         # as in the synthetic workload
 
 
 Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "kind", "synthetic")
@@ -276,14 +278,15 @@ class Scenario(Strict):
     output: Output = Output()
 
     @model_validator(mode="after")
-    def _aggregation_program(self):
-        """Schemes ina and geo-ina need switches running the aggregation program: it is
-        chosen automatically when the scenario does not name a program itself (a named one
-        runs as given, e.g. a variant of aggregation.p4). scheme_options.k sets AGG_K."""
-        if self.scheme in AGG_SCHEMES:
+    def _scheme_program(self):
+        """A scheme that needs its own switch program (ina, geo-ina: p4/aggregation.p4) gets
+        it when the scenario does not name a program itself (a named one runs as given, e.g.
+        a variant of aggregation.p4). scheme_options.k sets AGG_K."""
+        program = schemes.get(self.scheme).program
+        if program:
             update = {}
             if "program" not in self.switch.model_fields_set:
-                update["program"] = AGG_PROGRAM
+                update["program"] = program
             k = (self.scheme_options or {}).get("k")
             if k is not None and "AGG_K" not in self.switch.defines:
                 update["defines"] = {**self.switch.defines, "AGG_K": k}

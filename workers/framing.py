@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from workers.communicator import Counters
+
 MAGIC = b"GDA1"
 HEADER = struct.Struct("<4sHHQQ")
 DTYPES = (np.dtype("<f4"), np.dtype("<f8"), np.dtype("<i4"), np.dtype("<i8"))
@@ -180,3 +182,50 @@ def accept(lsock: socket.socket, timeout_s: float, what: str, channel_timeout_s:
         raise PeerError(f"no connection from {what} within {timeout_s:g} s: did its process start? "
                         f"check its log") from None
     return Channel(s, f"{what} {addr[0]}:{addr[1]}", channel_timeout_s)
+
+
+# ---------------------------------------------------------------- tensors in frames
+# 16 KiB per frame: small enough that push and pull overlap, big enough that per-frame
+# Python overhead stays far below the transfer time at the testbed's rates
+DEFAULT_CHUNK_VALUES = 4096
+
+
+def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:
+    """k contiguous ranges covering 0..n, sizes differing by at most one (numpy's array_split)."""
+    if k < 1:
+        raise ValueError(f"shards must be >= 1 (got {k})")
+    base, extra = divmod(n, k)
+    out, lo = [], 0
+    for i in range(k):
+        hi = lo + base + (1 if i < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def sum_in_order(parts: list[np.ndarray]) -> np.ndarray:
+    """float32 sum of parts[0] + parts[1] + ... left to right (the order fixes the bits)."""
+    acc = np.array(parts[0], dtype=np.float32, copy=True)
+    for p in parts[1:]:
+        acc += p
+    return acc
+
+
+def chunk_bounds(lo: int, hi: int, chunk_values: int) -> list[tuple[int, int]]:
+    """The range lo..hi cut into pieces of at most chunk_values (at least one piece)."""
+    if chunk_values < 1:
+        raise ValueError(f"chunk size must be >= 1 value (got {chunk_values})")
+    return [(a, min(a + chunk_values, hi)) for a in range(lo, hi, chunk_values)] or [(lo, hi)]
+
+
+def chunk_tag(iteration: int, chunk: int) -> int:
+    return (iteration << 24) | chunk
+
+
+def channel_counters(chans) -> Counters:
+    """A TCP communicator's workers.communicator.Counters over its channels (None skipped)."""
+    chans = [c for c in chans if c is not None]
+    tcp = [c.tcp_counters() for c in chans]
+    return Counters(bytes_sent=sum(c.bytes_sent for c in chans),
+                    bytes_received=sum(c.bytes_received for c in chans),
+                    packets_sent=sum(t[0] for t in tcp), retransmissions=sum(t[1] for t in tcp))

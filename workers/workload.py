@@ -143,8 +143,9 @@ class WorkloadSpec:
     data: DataSpec = DataSpec()
 
     @classmethod
-    def from_scenario(cls, workload: dict, clip: float = DEFAULT_CLIP) -> "WorkloadSpec":
+    def from_scenario(cls, workload: dict) -> "WorkloadSpec":
         """From the scenario's `workload` section (model_dump())."""
+        clip = float(workload.get("clip", DEFAULT_CLIP))
         if workload.get("kind", "synthetic") == "synthetic":
             return cls("synthetic", int(workload.get("parameters", 65536)), clip=clip)
         ds = workload.get("dataset", "synthetic")
@@ -180,9 +181,20 @@ class Workload:
             g = np.concatenate([g, filler])
         return np.clip(g, -self.spec.clip, self.spec.clip), loss
 
+    def all_gradients(self, iteration: int, params: np.ndarray | None = None) -> list[np.ndarray]:
+        """Every worker's gradient this iteration, at `params` (default: the current model;
+        the verify check passes the model before the update)."""
+        saved = self.model.params
+        if params is not None:
+            self.model.params = params
+        try:
+            return [self.gradient(w, iteration)[0] for w in range(self.n_workers)]
+        finally:
+            self.model.params = saved
+
     def reference_sum(self, iteration: int) -> np.ndarray:
         """The exact float sum of every worker's gradient this iteration (same model state)."""
-        return np.sum([self.gradient(w, iteration)[0] for w in range(self.n_workers)], axis=0)
+        return np.sum(self.all_gradients(iteration), axis=0)
 
     def apply(self, aggregated_sum: np.ndarray) -> None:
         """BSP update with the aggregated (summed) gradient: mean over workers, one SGD step."""

@@ -2,7 +2,7 @@
 algorithm: each worker sends 2 (W-1)/W of its tensor per iteration, whatever W is).
 
 Worker r listens for its left neighbour (r-1) and connects to its right neighbour (r+1).
-The tensor is split into W chunks (`comm_ps.shard_bounds`). Reduce-scatter step s: send
+The tensor is split into W chunks (`workers.framing.shard_bounds`). Reduce-scatter step s: send
 chunk (r-s) mod W to the right, receive chunk (r-s-1) mod W from the left and add it to
 the own copy; after W-1 steps worker r holds the full sum of chunk (r+1) mod W. All-gather
 step s: pass chunk (r+1-s) mod W on, receive (and keep) chunk (r-s) mod W.
@@ -10,9 +10,12 @@ step s: pass chunk (r+1-s) mod W on, receive (and keep) chunk (r-s) mod W.
 Sending and receiving overlap (a sender thread), otherwise two neighbours both blocked in
 sendall on a full TCP window would deadlock on large chunks.
 
-`ring_order` places the workers of a datacenter next to each other, datacenters in order,
+`plan.ring_order` places the workers of a datacenter next to each other, datacenters in order,
 so the ring crosses the WAN once per consecutive pair of datacenters (W_dc hops in all).
 Summation order of chunk c: ranks c, c+1, ... around the ring (fixed, reproducible).
+
+comm (schemes/ring/plan.py): ring_rank, ring_size, listen [ip, port], right [ip, port],
+timeout_s (emulated seconds of silence before a neighbour counts as dead).
 """
 from __future__ import annotations
 
@@ -22,24 +25,14 @@ import threading
 import numpy as np
 
 from workers import framing as fr
-from workers.comm_ps import shard_bounds
+from workers.communicator import CommunicatorBase, Counters, Me
 
 
-def ring_order(workers: list[tuple[object, object, str]]) -> list[str]:
-    """Ring order of (datacenter key, in-datacenter key, name) triples: datacenters contiguous."""
-    return [name for _, _, name in sorted(workers, key=lambda w: (w[0], w[1]))]
-
-
-def wan_crossings(order: list[str], dc_of: dict) -> int:
-    """Ring links (including last -> first) whose ends are in different datacenters."""
-    n = len(order)
-    return sum(dc_of[order[i]] != dc_of[order[(i + 1) % n]] for i in range(n)) if n > 1 else 0
-
-
-class RingCommunicator:
-    def __init__(self, rank: int, size: int, listen_addr: tuple[str, int],
-                 right_addr: tuple[str, int], timeout_s: float = 60.0,
-                 connect_timeout_s: float | None = None, name: str = "worker"):
+class RingCommunicator(CommunicatorBase):
+    def __init__(self, comm: dict, me: Me):
+        rank, size = int(comm["ring_rank"]), int(comm["ring_size"])
+        timeout_s = connect_timeout_s = float(comm["timeout_s"])
+        listen_addr, right_addr, name = tuple(comm["listen"]), tuple(comm["right"]), me.name
         if not 0 <= rank < size:
             raise ValueError(f"ring rank {rank} out of range 0..{size - 1}")
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
@@ -91,12 +84,12 @@ class RingCommunicator:
         fut.result()
         return got
 
-    def allreduce(self, vec: np.ndarray, iteration: int) -> np.ndarray:
-        buf = np.array(vec, dtype=np.float32, copy=True)
+    def allreduce(self, grad: np.ndarray, iteration: int) -> np.ndarray:
+        buf = np.array(grad, dtype=np.float32, copy=True)
         w, r = self.size, self.rank
         if w == 1:
             return buf
-        b = shard_bounds(buf.size, w)
+        b = fr.shard_bounds(buf.size, w)
         chunk = lambda c: buf[b[c][0]:b[c][1]]
         step = 0
         for s in range(w - 1):          # reduce-scatter
@@ -113,18 +106,8 @@ class RingCommunicator:
             step += 1
         return buf
 
-    @property
-    def bytes_sent(self) -> int:
-        return self.right.bytes_sent if self.right else 0
-
-    @property
-    def bytes_received(self) -> int:
-        return self.left.bytes_received if self.left else 0
-
-    def tcp_counters(self) -> tuple[int, int]:
-        """(TCP segments sent, retransmissions) on both ring connections so far."""
-        pairs = [c.tcp_counters() for c in (self.right, self.left) if c]
-        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+    def counters(self) -> Counters:
+        return fr.channel_counters([self.right, self.left])
 
     def close(self) -> None:
         if self.pool:

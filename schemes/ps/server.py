@@ -1,16 +1,16 @@
-"""Parameter server over TCP (MXNet-like baseline), BSP.
+"""The parameter server of schemes ps and hier-ps: a process in a Mininet host, BSP.
 
-Server side: `AggregationServer` accepts its children (workers, or lower servers in
+`AggregationServer` accepts its children (workers, or lower servers in
 hier-ps), then for every chunk of the tensor receives it from every child, sums them in
 float32 in child-rank order (deterministic: the same inputs give the same bits every
 run), optionally pushes that partial sum to an upstream server and relays its RESULT
 (hier-ps), and returns the sum to every child; chunks stream, so pulling chunk j
 overlaps pushing chunk j+1 (as MXNet's PS splits large tensors into keys). With k shards, k servers each own one
-contiguous range of the tensor (`shard_bounds`) and workers talk to all of them at once.
+contiguous range of the tensor (`workers.framing.shard_bounds`) and workers talk to all of them at once.
 
-Worker side: `PSClient.allreduce(vec, iteration) -> summed vec`.
+The worker side is schemes/ps/communicator.py.
 
-    python3 -m workers.comm_ps --host 10.1.1.1 --port 7100 --children 4 [--upstream IP:PORT --rank R]
+    python3 -m schemes.ps.server --host 10.1.1.1 --port 7100 --children 4 [--upstream IP:PORT --rank R]
 
 The server exits 0 when every child has said BYE, non-zero (with the reason on stderr)
 when a child dies or stalls; its children then see their connection close instead of hanging.
@@ -23,48 +23,9 @@ import queue
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-
-import numpy as np
 
 from workers import framing as fr
-
-# 16 KiB per frame: small enough that push and pull overlap, big enough that per-frame
-# Python overhead stays far below the transfer time at the testbed's rates
-DEFAULT_CHUNK_VALUES = 4096
-
-
-def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:
-    """k contiguous ranges covering 0..n, sizes differing by at most one (numpy's array_split)."""
-    if k < 1:
-        raise ValueError(f"shards must be >= 1 (got {k})")
-    base, extra = divmod(n, k)
-    out, lo = [], 0
-    for i in range(k):
-        hi = lo + base + (1 if i < extra else 0)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
-def sum_in_order(parts: list[np.ndarray]) -> np.ndarray:
-    """float32 sum of parts[0] + parts[1] + ... left to right (the order fixes the bits)."""
-    acc = np.array(parts[0], dtype=np.float32, copy=True)
-    for p in parts[1:]:
-        acc += p
-    return acc
-
-
-def chunk_bounds(lo: int, hi: int, chunk_values: int) -> list[tuple[int, int]]:
-    """The range lo..hi cut into pieces of at most chunk_values (at least one piece)."""
-    if chunk_values < 1:
-        raise ValueError(f"chunk size must be >= 1 value (got {chunk_values})")
-    return [(a, min(a + chunk_values, hi)) for a in range(lo, hi, chunk_values)] or [(lo, hi)]
-
-
-def chunk_tag(iteration: int, chunk: int) -> int:
-    return (iteration << 24) | chunk
-
+from workers.framing import sum_in_order
 
 class _Failure:
     def __init__(self, error: BaseException):
@@ -250,76 +211,6 @@ class AggregationServer:
                 c.close()
 
 
-class PSClient:
-    """A worker's side: stream its gradient to the shard servers in chunks of at most
-    chunk_values while the sums of earlier chunks stream back."""
-
-    def __init__(self, servers: list[tuple[str, int]], rank: int, timeout_s: float = 60.0,
-                 connect_timeout_s: float | None = None, name: str = "worker",
-                 chunk_values: int = DEFAULT_CHUNK_VALUES):
-        if not servers:
-            raise ValueError("PSClient needs at least one server")
-        self.chunk_values = chunk_values
-        self.chans = [fr.connect(h, p, f"{name}: server {h}:{p}", timeout_s, connect_timeout_s)
-                      for h, p in servers]
-        for c in self.chans:
-            c.send(fr.HELLO, rank)
-        self.pool = ThreadPoolExecutor(2 * len(servers))
-
-    def allreduce(self, vec: np.ndarray, iteration: int) -> np.ndarray:
-        vec = np.ascontiguousarray(vec, dtype=np.float32)
-        out = np.empty_like(vec)
-        jobs = []
-        for ch, (lo, hi) in zip(self.chans, shard_bounds(vec.size, len(self.chans))):
-            pieces = chunk_bounds(lo, hi, self.chunk_values)
-            jobs.append(self.pool.submit(self._push, ch, vec, pieces, iteration))
-            jobs.append(self.pool.submit(self._pull, ch, out, pieces, iteration))
-        try:
-            for j in jobs:
-                j.result()
-        except BaseException:
-            for c in self.chans:   # unblock the other jobs; this client is finished anyway
-                c.close()
-            raise
-        return out
-
-    @staticmethod
-    def _push(ch, vec, pieces, iteration) -> None:
-        for j, (a, b) in enumerate(pieces):
-            ch.send(fr.DATA_END if j == len(pieces) - 1 else fr.DATA, chunk_tag(iteration, j), vec[a:b])
-
-    @staticmethod
-    def _pull(ch, out, pieces, iteration) -> None:
-        for j, (a, b) in enumerate(pieces):
-            _, _, got = ch.recv(fr.RESULT, chunk_tag(iteration, j),
-                                what=f"the sum of chunk {j} of iteration {iteration}")
-            if got.size != b - a:
-                raise fr.PeerError(f"{ch.peer}: result has {got.size} values, expected {b - a}")
-            out[a:b] = got
-
-    @property
-    def bytes_sent(self) -> int:
-        return sum(c.bytes_sent for c in self.chans)
-
-    @property
-    def bytes_received(self) -> int:
-        return sum(c.bytes_received for c in self.chans)
-
-    def tcp_counters(self) -> tuple[int, int]:
-        """(TCP segments sent, retransmissions) over all connections so far."""
-        pairs = [c.tcp_counters() for c in self.chans]
-        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
-
-    def close(self) -> None:
-        for c in self.chans:
-            try:
-                c.send(fr.BYE, 0)
-            except fr.PeerError:
-                pass   # the server is gone already; nothing left to tell it
-            c.close()
-        self.pool.shutdown(wait=False)
-
-
 def _addr(s: str) -> tuple[str, int]:
     host, _, port = s.rpartition(":")
     if not host or not port.isdigit():
@@ -328,7 +219,7 @@ def _addr(s: str) -> tuple[str, int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m workers.comm_ps", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python3 -m schemes.ps.server", description=__doc__.splitlines()[0])
     ap.add_argument("--host", required=True, help="address to listen on (this host's IP)")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--children", type=int, required=True, help="workers (or lower servers) to expect")

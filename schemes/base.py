@@ -1,0 +1,83 @@
+"""What a scheme is, as the testbed sees it: options, a pure plan, a communicator.
+
+A scheme folder `schemes/<name>/` holds
+  options.py        its options: a pydantic model (unknown or wrong options are refused
+                    with their field path when the scenario loads)
+  plan.py           plan(graph, scenario, options) -> Plan: pure function of the (dilated)
+                    topology graph: which hosts are workers in which rank order, what each
+                    worker's communicator needs, server processes, switch entries
+  communicator.py   the worker side (workers/communicator.py says what it must offer);
+                    runs inside the one worker loop, workers/worker.py
+  README.md         what it does, where it comes from, its options
+and `__init__.py`, which declares `SCHEME = Scheme(...)`. The registry
+(schemes/__init__.py) maps names to folders, one line each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Options(BaseModel):
+    """Options every scheme has. Subclass it per scheme; extra keys are refused."""
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    verify: bool = False   # each worker compares every sum with the exact float64 sum (costs
+                           # n_workers gradient computations per iteration, outside the timing)
+
+
+@dataclass(frozen=True)
+class Server:
+    """A process the scheme needs besides the workers, e.g. a parameter server."""
+    name: str
+    host: str
+    module: str                     # run as python3 -m module *args
+    args: tuple[str, ...] = ()
+
+
+@dataclass
+class Plan:
+    workers: list[str]                                    # node names in rank order
+    comm: dict[str, dict]                                 # worker -> its communicator's config
+    servers: list[Server] = field(default_factory=list)
+    switch_commands: dict[str, list[str]] = field(default_factory=dict)   # runtime CLI lines
+    info: dict = field(default_factory=dict)              # recorded in summary.json ("app")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    options: type[Options]
+    plan: Callable[..., Plan]        # plan(graph, scenario, options) -> Plan
+    communicator: str                # "module:Class" loaded by the worker process
+    program: str | None = None       # switch program it needs (None: plain forwarding)
+    summary: str = ""                # one line for listings
+
+    def parse_options(self, raw: dict | None) -> Options:
+        return self.options.model_validate(dict(raw or {}))
+
+
+def datacenter_index(graph, name: str | int | None, what: str) -> int:
+    """dc_index of a datacenter named in an option (name or 1-based index; None: the first)."""
+    dcs = {d["dc"]: d["dc_index"] for _, d in graph.nodes(data=True) if d["role"] == "host"}
+    if name is None:
+        return min(dcs.values())
+    if isinstance(name, int) and name in dcs.values():
+        return name
+    if name not in dcs:
+        raise ValueError(f"scheme_options.{what}: no datacenter {name!r} (datacenters: "
+                         f"{', '.join(sorted(dcs, key=dcs.get))})")
+    return dcs[name]
+
+
+class TcpOptions(Options):
+    """Options of the schemes whose workers and servers talk TCP through the network."""
+    base_port: int = Field(7100, ge=1024, le=65000)   # first TCP port of servers / listeners
+    timeout_s: float = Field(120.0, gt=0)   # real-world seconds of silence before a peer
+                                            # counts as dead (x time dilation in the emulation;
+                                            # raise it for compute times near it)
+
+    def emulated_timeout_s(self, scenario) -> float:
+        return self.timeout_s * scenario.time_dilation

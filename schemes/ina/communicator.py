@@ -1,0 +1,63 @@
+"""Worker side of ina and geo-ina: quantize, aggregate through the switches over UDP,
+dequantize.
+
+Per iteration: quantize the float gradient to int32 with the exponent every worker derives
+from the agreed clipping bound (workload.clip) and the number of workers (no overflow,
+workers/quantize.py); aggregate with the UDP driver (workers/ina_udp.py over the sans-I/O
+client workers/ina_client.py: window, congestion control, adaptive timeouts,
+retransmissions answered from the switches' stored results); dequantize. The result is
+float64: the quantization bound (error_bound) is far below float32's rounding of the sum.
+
+comm (schemes/ina/plan.py): client (workers.ina_client.ClientConfig fields), clip,
+rto_margin_s (RTO >= SRTT + this), aggregate_timeout_s (optional).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from workers import ina_udp, quantize
+from workers.communicator import CommunicatorBase, Counters, Me
+from workers.ina_client import ClientConfig, InaClient
+
+
+class InaCommunicator(CommunicatorBase):
+    def __init__(self, comm: dict, me: Me):
+        self.client = InaClient(ClientConfig(**comm["client"]))
+        if comm.get("rto_margin_s") is not None:
+            # RFC 6298's clock granularity G is the RTO's floor above SRTT. Result times of
+            # a steady stream vary so little that 4 x RTTVAR decays to ~0 and RTO hugs SRTT;
+            # then a few ms of switch queueing times out the whole window. A margin of
+            # scheduling-noise size (tens of ms on a shared machine) keeps RTO above it.
+            self.client.rtt.granularity = float(comm["rto_margin_s"])
+        self.n = me.n_workers
+        self.exponent = quantize.choose_exponent(float(comm["clip"]), self.n)
+        self.bound = quantize.sum_error_bound(self.exponent, self.n)
+        self.timeout_s = comm.get("aggregate_timeout_s")
+        self.sock = ina_udp.open_socket(me.ip)
+
+    def allreduce(self, grad: np.ndarray, iteration: int) -> np.ndarray:
+        q, saturated = quantize.quantize(grad, self.exponent, self.n)
+        total = ina_udp.aggregate(self.sock, self.client, q, exponent=self.exponent,
+                                  overflow=saturated, timeout_s=self.timeout_s)
+        return quantize.dequantize(total, self.exponent)
+
+    def counters(self) -> Counters:
+        s = self.client.stats
+        return Counters(s.bytes_sent, s.bytes_received, s.sent, s.retransmissions)
+
+    def stats(self) -> dict:
+        c = self.client
+        return {"duplicate_results": c.stats.duplicate_results, "overflow": c.overflow,
+                "srtt_s": c.rtt.srtt, "rto_s": c.rtt.rto, "cwnd": c.cc.cwnd,
+                "cwnd_decreases": c.stats.cwnd_decreases, "cwnd_undos": c.stats.cwnd_undos}
+
+    def describe(self) -> dict:
+        cfg = self.client.cfg
+        return {"k": cfg.k, "window": cfg.window, "agg_ip": cfg.agg_ip, "exponent": self.exponent,
+                "quantization_bound": self.bound}
+
+    def error_bound(self, grads) -> float:
+        return self.bound
+
+    def close(self) -> None:
+        self.sock.close()

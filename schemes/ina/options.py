@@ -1,0 +1,48 @@
+"""Options of schemes ina and geo-ina (all optional)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from schemes.base import Options
+
+
+class InaOptions(Options):
+    # datacenter name or 1-based index of the global aggregation point (default: best total RTT)
+    root: str | int | None = None
+    # slots per aggregation point = most packets in flight per worker: an integer, or "auto":
+    # the bandwidth-delay product of the slowest WAN link and the longest worker-root-worker
+    # round trip, in packets, a power of two in 64..1024 within the switch's slots
+    # (plan.auto_window). The congestion window decides how much of it is used.
+    window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
+    k: Literal[32, 64] | None = None     # values per packet (default: the switch's AGG_K, else 32)
+    job: int = Field(1, ge=0, le=255)    # job id; jobs share switch memory by slot ranges
+    # initial retransmission timeout before RTT samples exist, real-world ms (x dilation)
+    timeout_ms: float = Field(1000.0, gt=0)
+    # lower bound of the retransmission timeout, emulated ms: on a shared 2-core machine
+    # processes stall for tens of ms; bench/ina.py measured 0 against 5894 spurious
+    # retransmissions per 15k packets at 5 ms
+    min_rto_ms: float = Field(100.0, gt=0)
+    # the timeout is at least SRTT + this (emulated ms); "auto": half the longest
+    # worker-root round trip, at least 100 ms (docs/ina.md: RFC 6298's 4 x RTTVAR decays to
+    # ~0 on a steady stream and the timer hugs SRTT)
+    rto_margin_ms: Literal["auto"] | float = Field("auto", union_mode="left_to_right")
+    max_retransmissions: int = Field(50, ge=1)   # per chunk before the worker gives up
+    # true: AIMD congestion window below the slots (workers/congestion.py); false: every
+    # worker keeps `window` chunks in flight (bursts window x fan-in packets into the WAN)
+    congestion_control: bool = True
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v):
+        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
+            raise ValueError('must be "auto" or an integer in 1..32767')
+        return v
+
+    @field_validator("rto_margin_ms", mode="before")
+    @classmethod
+    def _margin(cls, v):
+        if v != "auto" and not (type(v) in (int, float) and v > 0):
+            raise ValueError('must be "auto" or a number > 0')
+        return v

@@ -1,0 +1,119 @@
+"""Plan of schemes ina and geo-ina (pure): the job's aggregation tree, the switch entries
+that program it, and each worker's client configuration.
+
+    tree      control/agg_tree.build_tree: flat (ina: every worker a child of one switch)
+              or hierarchical by location (geo-ina: rack, datacenter, global levels)
+    entries   control/agg_entries.switch_commands: runtime CLI lines for every switch
+    comm      per worker: ClientConfig (aggregation address, child index, fan-in, window,
+              timeouts in emulated seconds), clip, RTO margin
+
+Switch program: these schemes need p4/aggregation.p4 (Scheme.program: chosen when the
+scenario names none); a scenario that names p4/forward.p4 is refused with what to change.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+
+import networkx as nx
+
+from control.agg_entries import DEFAULT_SLOTS, switch_commands
+from control.agg_tree import build_tree
+from schemes.base import Plan
+from schemes.ina.options import InaOptions
+from workers.agg_packet import frame_bytes
+from workers.ina_client import ClientConfig
+
+COMMUNICATOR = "schemes.ina.communicator:InaCommunicator"
+PROGRAM = "p4/aggregation.p4"
+
+
+AUTO_WINDOW_MIN, AUTO_WINDOW_MAX = 64, 1024
+
+
+def auto_window(graph, tree, k: int, slots: int | None = None) -> int:
+    """Packets per worker in flight that fill the slowest WAN link over the longest
+    worker -> root -> worker round trip (dilated graph), as a power of two in 64..1024,
+    and no more than a switch's slots allow for the points it hosts (`slots`: the
+    program's AGG_SLOTS). The congestion window (workers/congestion.py) keeps a large
+    window from bursting into the WAN queues; without it 512 was the safe cap."""
+    rtt_s = longest_rtt_ms(graph, tree) / 1000.0
+    wan = [a["bandwidth_mbps"] for _, _, a in graph.edges(data=True) if a["kind"] == "wan"]
+    rate = min(wan) if wan else min(a["bandwidth_mbps"] for _, _, a in graph.edges(data=True))
+    bdp = rate * 1e6 / 8 * rtt_s / frame_bytes(k)
+    w = 2 ** math.ceil(math.log2(max(bdp, 1.0)))
+    per_switch = max(Counter(p.switch for p in tree.points.values()).values())
+    fit = 2 ** int(math.log2((slots or DEFAULT_SLOTS) // per_switch))
+    return int(min(AUTO_WINDOW_MAX, fit, max(AUTO_WINDOW_MIN, w)))
+
+
+def longest_rtt_ms(graph, tree) -> float:
+    """Longest worker -> root -> worker path delay (dilated graph, ms)."""
+    root_sw = tree.points[tree.root].switch
+    return max(2 * nx.shortest_path_length(graph, w, root_sw, weight="delay_ms") for w in tree.workers)
+
+
+def rto_floor_ms(opts: InaOptions, graph, tree) -> float:
+    """No timeout below the tree's longest round trip + the margin (dilated ms).
+
+    A worker whose chunk is the last of its slot gets the result within its own LAN
+    round trip, so a lagging worker's SRTT (measured: 7 ms in a 1.65 s tree) says nothing
+    about when its next chunk, sent earlier than someone else's, can complete. Without
+    the floor such a worker times out early, cuts its congestion window, lags more, and
+    the whole job waits for it (geo-ina bench at 50 Mbps: 4.4 s instead of 1.6 s)."""
+    return longest_rtt_ms(graph, tree) + rto_margin_ms(opts, graph, tree)
+
+
+def rto_margin_ms(opts: InaOptions, graph, tree) -> float:
+    if opts.rto_margin_ms != "auto":
+        return float(opts.rto_margin_ms)
+    return max(100.0, 0.5 * longest_rtt_ms(graph, tree))
+
+
+def program_k(scenario) -> int:
+    """k the switches are compiled with (their AGG_K define, default 32)."""
+    return int(scenario.switch.defines.get("AGG_K", 32))
+
+
+def check_program(scenario) -> None:
+    prog = Path(scenario.switch.program).name
+    if prog == "forward.p4":
+        raise ValueError(f"scheme {scenario.scheme} aggregates in the switches but switch.program is "
+                         f"{scenario.switch.program}: remove switch.program from the scenario (then "
+                         "p4/aggregation.p4 is chosen) or set it to p4/aggregation.p4")
+
+
+def client_config(graph, scenario, tree, o: InaOptions, host: str, k: int) -> dict:
+    """One worker's ClientConfig fields; timeouts in emulated seconds, never below the
+    tree's longest round trip + the margin (rto_floor_ms)."""
+    s = scenario.time_dilation
+    floor_s = rto_floor_ms(o, graph, tree) / 1000.0
+    return asdict(ClientConfig.for_worker(
+        tree, host, k=k, initial_rto=max(o.timeout_ms * s / 1000.0, floor_s),
+        min_rto=max(min(o.min_rto_ms, o.timeout_ms * s) / 1000.0, floor_s),
+        max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control))
+
+
+def plan_for(shape: str):
+    """The plan function of a tree shape: "ina" (flat) or "geo-ina" (by location)."""
+    def plan(graph, scenario, o: InaOptions) -> Plan:
+        check_program(scenario)
+        k = program_k(scenario)
+        if o.k is not None and o.k != k:
+            raise ValueError(f"scheme_options.k is {o.k} but the switches are compiled with "
+                             f"AGG_K={k}: set switch.defines.AGG_K: {o.k} or drop one")
+        tree = build_tree(graph, job=o.job, scheme=shape, root=o.root,
+                          window=64 if o.window == "auto" else o.window)
+        if o.window == "auto":
+            tree.window = auto_window(graph, tree, k)
+        workers = sorted(tree.workers, key=lambda n: graph.nodes[n]["worker_index"])
+        margin_s = rto_margin_ms(o, graph, tree) / 1000.0
+        comm = {h: {"client": client_config(graph, scenario, tree, o, h, k),
+                    "clip": scenario.workload.clip, "rto_margin_s": margin_s} for h in workers}
+        root = tree.points[tree.root]
+        return Plan(workers, comm, switch_commands=switch_commands(graph, [tree]),
+                    info={"k": k, "window": tree.window, "job": o.job, "root": root.switch,
+                          "aggregation_points": len(tree.points), "levels": tree.depth()})
+    return plan

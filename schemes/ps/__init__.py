@@ -1,0 +1,8 @@
+"""Scheme ps: one parameter server (or k shard servers) in one datacenter; every worker
+pushes its gradient over TCP and pulls the sum (MXNet-like baseline). README.md."""
+from schemes.base import Scheme
+from schemes.ps.options import PsOptions
+from schemes.ps.plan import COMMUNICATOR, plan
+
+SCHEME = Scheme("ps", PsOptions, plan, COMMUNICATOR,
+                summary="parameter server over TCP (MXNet-like)")

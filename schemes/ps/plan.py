@@ -1,0 +1,43 @@
+"""Placement of scheme ps (pure): k shard servers in one datacenter, every worker a child
+of each of them."""
+from __future__ import annotations
+
+from schemes.base import Plan, Server, datacenter_index
+from schemes.ps.options import PsOptions
+from topologies.graph import hosts_by_dc
+
+SERVER = "schemes.ps.server"
+COMMUNICATOR = "schemes.ps.communicator:PSCommunicator"
+
+
+def server(name: str, host: str, ip: str, port: int, children: int, timeout_s: float,
+           upstream: str | None = None, rank: int = 0) -> Server:
+    """A schemes.ps.server process (upstream "IP:PORT" makes it a lower server, hier-ps)."""
+    args = ["--host", ip, "--port", str(port), "--children", str(children), "--name", name,
+            "--timeout", str(timeout_s)]
+    if upstream:
+        args += ["--upstream", upstream, "--rank", str(rank)]
+    return Server(name, host, SERVER, tuple(args))
+
+
+def need_workers(workers: list[str], scheme: str) -> None:
+    if not workers:
+        raise ValueError(f"{scheme}: dedicated_servers leaves no host for a worker; add hosts or "
+                         f"set scheme_options.dedicated_servers: false")
+
+
+def plan(graph, scenario, o: PsOptions) -> Plan:
+    by_dc = hosts_by_dc(graph)
+    dc = datacenter_index(graph, o.server_dc, "server_dc")
+    hosts = by_dc[dc]
+    srv_hosts = [hosts[i % len(hosts)] for i in range(o.shards)]
+    busy = set(srv_hosts) if o.dedicated_servers else set()
+    workers = [h for hs in by_dc.values() for h in hs if h not in busy]
+    need_workers(workers, "ps")
+    timeout = o.emulated_timeout_s(scenario)
+    ip = lambda h: graph.nodes[h]["ip"]
+    servers = [server(f"ps{i}", h, ip(h), o.base_port + i, len(workers), timeout)
+               for i, h in enumerate(srv_hosts)]
+    addrs = [[ip(h), o.base_port + i] for i, h in enumerate(srv_hosts)]
+    comm = {w: {"servers": addrs, "child_rank": r, "timeout_s": timeout} for r, w in enumerate(workers)}
+    return Plan(workers, comm, servers, info={"server_hosts": srv_hosts})

@@ -1,0 +1,197 @@
+"""The App of every scheme: plan, program the switches, start servers and workers, watch.
+
+    plan(graph, scenario)  the scheme's pure plan (schemes/<name>/plan.py); called before
+                           the network starts, so an impossible placement fails early
+    setup(ctx)             switch entries pushed through each switch's runtime client (either
+                           backend); one JSON config per worker (workers/worker.py)
+    start()                the scheme's servers, then a worker process per planned worker;
+                           once every worker reports ready the app creates the start file,
+                           so iteration 0 starts everywhere together
+    progress()             iterations done, from the workers' event logs; a server that
+                           died ends the run with its name instead of a wait for timeouts
+    collect()              the plan's facts, the servers' stats, errors (the metrics come
+                           from the one measurement pipeline, not from here)
+    stop()                 SIGTERM to every process (workers log worker_end), then kill
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import schemes
+from schemes.base import Plan
+from testbed.apps import App, RunContext, WorkerProgress
+from topologies.graph import host_id
+from workers.events import read_events
+
+REPO = Path(__file__).resolve().parent.parent
+READY_TIMEOUT_S = 300.0
+
+
+def worker_configs(graph, scenario, scheme, opts, plan: Plan, events_dir: Path, go_file: Path,
+                   iterations, duration_s) -> dict[str, dict]:
+    """One workers.worker.WorkerConfig (as a dict) per planned worker, in rank order (pure)."""
+    out = {}
+    for rank, w in enumerate(plan.workers):
+        a = graph.nodes[w]
+        out[w] = {"worker": w, "host_id": host_id(a["dc_index"], a["rack"], a["worker"]),
+                  "index": rank, "n_workers": len(plan.workers), "dc": a["dc"], "ip": a["ip"],
+                  "seed": scenario.seed, "events": str(events_dir / f"{w}.jsonl"),
+                  "scheme": scheme.name, "communicator": scheme.communicator,
+                  "comm": plan.comm[w], "workload": scenario.workload.model_dump(),
+                  "compute_index": a["worker_index"],
+                  "compute_time": scenario.compute_time.model_dump(),
+                  "stragglers": scenario.stragglers.model_dump(),
+                  "compute_speed": a.get("compute_speed", 1.0),
+                  "dilation": scenario.time_dilation, "iterations": iterations,
+                  "duration_s": duration_s, "verify": opts.verify, "go_file": str(go_file)}
+    return out
+
+
+class SchemeApp(App):
+    def __init__(self, scheme: str, options: dict | None = None):
+        self.scheme = schemes.get(scheme)
+        self.name = scheme
+        self.opts = self.scheme.parse_options(options)
+        self.plan_: Plan | None = None
+        self.ctx: RunContext | None = None
+        self.configs: dict[str, dict] = {}
+        self.procs: list[tuple[str, str, subprocess.Popen]] = []   # (kind, name, process)
+        self.go_file: Path | None = None
+
+    # ------------------------------------------------------------------ before the run
+    def plan(self, graph, scenario) -> Plan:
+        self.plan_ = self.scheme.plan(graph, scenario, self.opts)
+        return self.plan_
+
+    def setup(self, ctx: RunContext) -> None:
+        from control.agg_entries import push
+        self.ctx = ctx
+        plan = self.plan_ or self.plan(ctx.graph, ctx.scenario)
+        for sw, cmds in plan.switch_commands.items():
+            client = ctx.client(sw)
+            try:
+                push(client, cmds)
+            except RuntimeError as e:
+                raise RuntimeError(f"switch {sw}: {e} (switch log: "
+                                   f"{getattr(ctx.net[sw], 'log_file', '?')})") from None
+            finally:
+                client.close()
+        ctx.events_dir.mkdir(parents=True, exist_ok=True)
+        cfg_dir = ctx.run_dir / "workers"
+        cfg_dir.mkdir(exist_ok=True)
+        self.go_file = cfg_dir / "start"
+        self.configs = worker_configs(ctx.graph, ctx.scenario, self.scheme, self.opts, plan,
+                                      ctx.events_dir, self.go_file, ctx.iterations, ctx.duration_s)
+        for w, c in self.configs.items():
+            (cfg_dir / f"{w}.json").write_text(json.dumps(c, indent=1))
+
+    # ------------------------------------------------------------------ the run
+    def _popen(self, kind: str, name: str, host: str, args: list[str], log: Path):
+        with open(log, "w") as out:
+            p = self.ctx.net[host].popen([sys.executable, *args], stdout=out,
+                                         stderr=subprocess.STDOUT, cwd=str(REPO))
+        self.procs.append((kind, name, p))
+        self.ctx.record.add_process(p.pid, f"{self.name} {kind} {name} in {host}")
+        return p
+
+    def start(self) -> None:
+        logs = self.ctx.run_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        for s in self.plan_.servers:
+            self._popen("server", s.name, s.host, ["-m", s.module, *s.args],
+                        logs / f"server-{s.name}.log")
+        for w in self.configs:
+            self._popen("worker", w, w, ["-m", "workers.worker", str(self.go_file.parent / f"{w}.json")],
+                        logs / f"{w}.worker.log")
+        self._wait_ready()
+        self.go_file.touch()
+
+    def _wait_ready(self) -> None:
+        t0 = time.monotonic()
+        waiting = set(self.configs)
+        workers = {name: p for kind, name, p in self.procs if kind == "worker"}
+        while waiting:
+            for w in sorted(waiting):
+                ev = self._events(w)
+                if any(e.get("event") == "worker_ready" for e in ev):
+                    waiting.discard(w)
+                    continue
+                err = next((e["error"] for e in ev if e.get("event") == "worker_error"), None)
+                if err or workers[w].poll() is not None:
+                    raise RuntimeError(f"worker {w} failed to start: {err or 'it exited'} "
+                                       f"(log: {self.ctx.run_dir}/logs/{w}.worker.log)")
+            dead = self._dead_server()
+            if dead:
+                raise RuntimeError(dead)
+            if waiting and time.monotonic() - t0 > READY_TIMEOUT_S:
+                raise RuntimeError(f"workers {sorted(waiting)} not ready after {READY_TIMEOUT_S:.0f} s; "
+                                   f"see {self.ctx.run_dir}/logs")
+            time.sleep(0.05)
+
+    def _events(self, w: str) -> list[dict]:
+        return read_events(self.ctx.events_dir / f"{w}.jsonl")
+
+    def _dead_server(self) -> str | None:
+        for kind, name, p in self.procs:
+            if kind == "server" and p.poll() not in (None, 0):
+                return f"{self.name} server {name} exited with {p.returncode} (see logs/server-{name}.log)"
+        return None
+
+    def progress(self) -> list[WorkerProgress]:
+        out = []
+        status = {name: p.poll() for kind, name, p in self.procs if kind == "worker"}
+        for w in self.configs:
+            ev = self._events(w)
+            its = [e for e in ev if e.get("event") == "iteration_end"]
+            end = [e for e in ev if e.get("event") in ("worker_end", "worker_error")]
+            err = next((e.get("error") for e in end if e.get("event") == "worker_error"), None)
+            if err is None and not end and status.get(w) not in (None, 0):
+                err = f"worker exited with status {status[w]} (see logs/{w}.worker.log)"
+            out.append(WorkerProgress(w, len(its), self.ctx.iterations,
+                                      sum(e.get("gradient_bytes", 0) for e in its),
+                                      bool(end) or err is not None, err))
+        dead = None if all(p.finished for p in out) else self._dead_server()
+        if dead:   # its workers would wait until their timeout: say why now
+            out = [WorkerProgress(p.worker, p.iterations, p.total, p.bytes, True, p.error or dead)
+                   for p in out]
+        return out
+
+    def collect(self) -> dict:
+        errors = {p.worker: p.error for p in self.progress() if p.error}
+        for kind, _, p in self.procs:   # servers print their stats once the last BYE arrived
+            if kind == "server":
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+        from workers.events import summarize_job
+        summary = summarize_job({w: self._events(w) for w in self.configs},
+                                self.ctx.scenario.time_dilation)
+        return {**summary, "app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
+                "ranks": list(self.configs), **self.plan_.info,
+                "servers": self._server_stats(), "errors": errors}
+
+    def _server_stats(self) -> dict:
+        out = {}
+        for s in self.plan_.servers:
+            try:
+                lines = (self.ctx.run_dir / "logs" / f"server-{s.name}.log").read_text().splitlines()
+                out[s.name] = dict(json.loads(lines[-1]), host=s.host)
+            except (OSError, ValueError, IndexError):
+                out[s.name] = {"host": s.host, "stats": "missing"}
+        return out
+
+    def stop(self) -> None:
+        for _, _, p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for _, _, p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(3)

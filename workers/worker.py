@@ -1,0 +1,237 @@
+"""The training worker of every scheme, inside a Mininet host.
+
+    python3 -m workers.worker CONFIG.json
+
+CONFIG is JSON written by the testbed (testbed/scheme_app.py; fields: WorkerConfig). The
+scheme enters only through its communicator (workers/communicator.py), loaded by the
+dotted path the config names, so every scheme runs this one loop and is measured at the
+same points.
+
+Start: build the workload (seeded; the same on every worker), log worker_start, build the
+communicator (connections, sockets), log comm_ready and worker_ready, then wait for the
+start file: the testbed creates it once every worker is ready, so iteration 0 starts
+everywhere together and no scheme's start-up is counted as its first iteration.
+
+Each BSP iteration i, stamped at the same points for every scheme:
+  iteration_start   before the gradient is computed
+  compute_end       after the real numpy gradient and the sleep that pads the compute
+                    phase to the time drawn from the compute-time model (stragglers and
+                    time dilation included; no sleep if numpy took longer)
+  first_send        just before the gradient is handed to the communicator
+  last_result       when the communicator returns the sum over all workers
+  iteration_end     t_end = after the update is applied (the model is ready for the next
+                    iteration); evaluation on the test set and the verify check come after
+                    t_end and are not part of any iteration's time
+Stop rules, the same for every scheme: `iterations` done, or `duration_s` (emulated
+seconds, counted from the start file) passed. With a duration, each worker's "my time is
+up" flag rides along as one extra value and is summed with the gradient, so all workers
+stop after the same iteration (BSP: one worker leaving alone would hang the others).
+SIGTERM ends the worker in order: worker_end {reason: terminated (SIGTERM)}, exit 0.
+An exception: worker_error {error}, exit 1. Event fields: workers/events.py.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from workers.communicator import Counters, Me
+from workers.compute_time import WorkerIdentity, compute_sample
+from workers.events import EventLog
+from workers.workload import Workload, WorkloadSpec
+
+
+@dataclass
+class WorkerConfig:
+    worker: str                    # node name (may carry a prefix)
+    host_id: str                   # host id without prefix (straggler rules use it)
+    index: int                     # rank among the job's workers: the gradient's shard
+    n_workers: int
+    dc: str
+    ip: str
+    seed: int
+    events: str                    # event log path
+    scheme: str
+    communicator: str             # "module:Class", built as Class(comm, Me)
+    comm: dict                     # what the scheme's plan wrote for this worker
+    workload: dict                 # the scenario's workload section
+    compute_index: int | None = None       # worker index in the scenario (compute-time model)
+    compute_time: dict = field(default_factory=lambda: {"model": "constant", "value_ms": 0.0})
+    stragglers: dict = field(default_factory=dict)
+    compute_speed: float = 1.0
+    dilation: float = 1.0
+    iterations: int | None = None
+    duration_s: float | None = None        # emulated seconds from the start file
+    verify: bool = False                   # compare every sum with the exact float64 sum
+    go_file: str | None = None             # start iteration 0 when this file exists
+    go_timeout_s: float = 300.0
+
+    @classmethod
+    def load(cls, path) -> "WorkerConfig":
+        data = json.loads(Path(path).read_text())
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"{path}: unknown worker config field(s) {sorted(unknown)}")
+        return cls(**data)
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: the testbed stops the worker; it logs worker_end and exits 0."""
+
+
+def on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def load_communicator(path: str):
+    """The class named "package.module:Class"."""
+    module, _, name = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"communicator {path!r} cannot be loaded ({e}); is the scheme's folder "
+                         f"complete and registered in schemes/__init__.py?") from None
+
+
+def wait_for_go(path: str | None, timeout_s: float, clock=time.monotonic) -> None:
+    """Barrier: the testbed creates the file once every worker is ready."""
+    if not path:
+        return
+    t0 = clock()
+    while not Path(path).exists():
+        if clock() - t0 > timeout_s:
+            raise TimeoutError(f"start signal {path} did not appear within {timeout_s:.0f} s; "
+                               "did the other workers fail to start? see their logs")
+        time.sleep(0.01)
+
+
+def runqueue_wait_s(pid: str = "self") -> float | None:
+    """Seconds this process waited for a CPU while runnable (Linux schedstat): tells a
+    worker starved by a busy machine from one limited by the network."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def compute_phase(log, work, cfg: WorkerConfig, ident: WorkerIdentity, it: int, clock, sleep):
+    """iteration_start, the real gradient, the sleep to the drawn compute time, compute_end.
+    -> (float64 gradient, batch loss, straggler reasons, t_start, t_compute_end)."""
+    t_start = log.log("iteration_start", iteration=it)["t"]
+    sample = compute_sample(cfg.compute_time, cfg.stragglers, ident, it, cfg.seed, cfg.dilation)
+    grad, batch_loss = work.gradient(cfg.index, it)
+    rest = t_start + sample.emulated_ms / 1000.0 - clock()
+    if rest > 0:
+        sleep(rest)
+    t_comp = log.log("compute_end", iteration=it, compute_ms=sample.emulated_ms,
+                     straggle_factor=sample.factor, reasons=list(sample.reasons))["t"]
+    return grad, batch_loss, list(sample.reasons), t_start, t_comp
+
+
+def synchronize(comm, grad: np.ndarray, it: int, time_up: bool | None):
+    """The sum over workers, and whether any worker's time is up (None: no duration)."""
+    if time_up is None:
+        return comm.allreduce(grad, it), False
+    total = comm.allreduce(np.append(grad, 1.0 if time_up else 0.0), it)
+    return total[:-1], bool(total[-1] > 0.5)
+
+
+def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
+        sleep=time.sleep) -> int:
+    """The loop (module doc). make_comm(comm, me) defaults to the configured communicator."""
+    t0 = clock()
+    work = Workload(WorkloadSpec.from_scenario(cfg.workload), cfg.seed, cfg.n_workers)
+    ident = WorkerIdentity(cfg.index if cfg.compute_index is None else cfg.compute_index,
+                           cfg.host_id, cfg.dc, cfg.compute_speed)
+    loss0, acc0 = work.evaluate()       # before any update: the curve's starting point
+    log.log("worker_start", index=cfg.index, pid=os.getpid(), scheme=cfg.scheme,
+            parameters=work.size, model=work.spec.model, n_workers=cfg.n_workers,
+            loss_initial=loss0, accuracy_initial=acc0, dilation=cfg.dilation)
+    make_comm = make_comm or load_communicator(cfg.communicator)
+    comm = make_comm(cfg.comm, Me(cfg.worker, cfg.index, cfg.n_workers, cfg.ip, cfg.dilation))
+    done, reason = 0, "finished"
+    try:
+        log.log("comm_ready", setup_s=clock() - t0, **comm.describe())
+        log.log("worker_ready")
+        wait_for_go(cfg.go_file, cfg.go_timeout_s, clock)
+        t_go, cpu_at_go, wait_at_go = clock(), time.process_time(), runqueue_wait_s()
+        grad_bytes = 4 * work.size      # float32 gradient values: what the job needs
+        while cfg.iterations is None or done < cfg.iterations:
+            it = done
+            grad, batch_loss, reasons, t_start, t_comp = compute_phase(log, work, cfg, ident, it,
+                                                                       clock, sleep)
+            before = comm.counters()
+            time_up = None if cfg.duration_s is None else clock() - t_go >= cfg.duration_s
+            t_send = log.log("first_send", iteration=it)["t"]
+            total, stop = synchronize(comm, grad, it, time_up)
+            t_last = log.log("last_result", iteration=it)["t"]
+            params = work.model.params   # apply() replaces it: the model the gradients saw
+            work.apply(total)
+            t_end = clock()
+            counts = comm.counters().minus(before)
+            extra = {}
+            if cfg.verify:   # every worker can rebuild every gradient: the inputs are seeded
+                grads = work.all_gradients(it, params)
+                exact = np.sum(grads, axis=0)
+                extra = {"max_error": float(np.max(np.abs(np.asarray(total, np.float64) - exact))),
+                         "error_bound": comm.error_bound(grads)}
+            loss, acc = work.evaluate()
+            log.log("iteration_end", iteration=it, t_start=t_start, t_end=t_end,
+                    compute_s=t_comp - t_start, comm_s=t_last - t_send, gradient_bytes=grad_bytes,
+                    **counts, batch_loss=batch_loss, loss=loss, accuracy=acc, stragglers=reasons,
+                    result_sha1=hashlib.sha1(np.ascontiguousarray(total, np.float32)).hexdigest(),
+                    comm_stats=comm.stats(), **extra)
+            done = it + 1
+            if stop:
+                reason = "duration reached"
+                break
+        # CPU seconds of this process since the start signal: shows when workers, not the
+        # network, limit the rate (bench/ina.py)
+        log.log("worker_end", iterations=done, reason=reason, elapsed_s=clock() - t0,
+                cpu_s=time.process_time(), cpu_s_at_go=cpu_at_go,
+                runqueue_wait_s=runqueue_wait_s(), runqueue_wait_s_at_go=wait_at_go)
+        return 0
+    except Terminated:
+        log.log("worker_end", iterations=done, reason="terminated (SIGTERM)")
+        return 0
+    finally:
+        comm.close()
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python3 -m workers.worker CONFIG.json", file=sys.stderr)
+        return 2
+    try:
+        cfg = WorkerConfig.load(argv[0])
+    except (OSError, ValueError, TypeError) as e:
+        print(f"error: cannot load worker config: {e}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, on_sigterm)   # the testbed stopping us is an orderly end
+    log = EventLog(cfg.events, cfg.worker)
+    try:
+        return run(cfg, log)
+    except Terminated:
+        log.log("worker_end", reason="terminated (SIGTERM)")
+        return 0
+    except Exception as e:   # recorded, then the worker ends: the run reports it
+        log.log("worker_error", error=f"{type(e).__name__}: {e}")
+        traceback.print_exc()
+        return 1
+    finally:
+        log.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
