@@ -17,11 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import schemes
+from schemes.alltoall.communicator import AllToAllCommunicator
+from schemes.hier_ps.plan import expected_sum_order, hier_plan
+from schemes.ps.communicator import PSCommunicator
+from schemes.ps.server import AggregationServer
+from schemes.ring.communicator import RingCommunicator
+from schemes.ring.plan import ring_order, wan_crossings
 from workers import framing as fr
-from workers.comm_hier_ps import expected_sum_order, hier_plan
-from workers.comm_ps import AggregationServer, PSClient, shard_bounds, sum_in_order
-from workers.comm_ring import RingCommunicator, ring_order, wan_crossings
-from workers.worker_main import float_sum_bound
+from workers.communicator import Me, float_sum_bound
+from workers.framing import shard_bounds, sum_in_order
 
 REPO = Path(__file__).resolve().parent.parent
 LO = "127.0.0.1"
@@ -88,6 +93,17 @@ def start_servers(specs):
         t.start()
         threads.append(t)
     return servers, threads, results
+
+
+def PSClient(addrs, rank, timeout_s, chunk_values=fr.DEFAULT_CHUNK_VALUES):
+    return PSCommunicator({"servers": addrs, "child_rank": rank, "timeout_s": timeout_s},
+                          Me(f"w{rank}", rank, 0, LO), chunk_values=chunk_values)
+
+
+def ring(rank, w, ports, timeout):
+    return RingCommunicator({"ring_rank": rank, "ring_size": w, "listen": [LO, ports[rank]],
+                             "right": [LO, ports[(rank + 1) % w]], "timeout_s": timeout},
+                            Me(f"w{rank}", rank, w, LO))
 
 
 def ps_run(g, shards, iterations=2, chunk=16384):
@@ -180,7 +196,7 @@ def ring_run(g, iterations=1, timeout=5):
     ports = free_ports(w)
 
     def worker(r):
-        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=timeout)
+        c = ring(r, w, ports, timeout)
         res = [c.allreduce(g[r], it) for it in range(iterations)]
         c.close()
         return res
@@ -263,7 +279,7 @@ def test_ring_neighbour_dying_is_an_error_not_a_hang():
     g = grads(w, 30_000)
 
     def worker(r):
-        c = RingCommunicator(r, w, (LO, ports[r]), (LO, ports[(r + 1) % w]), timeout_s=SLOW_TIMEOUT_S)
+        c = ring(r, w, ports, SLOW_TIMEOUT_S)
         c.allreduce(g[r], 0)
         if r == 1:
             c.close()               # dies after the first iteration
@@ -319,86 +335,142 @@ def test_hello_with_a_bad_rank_is_refused():
     assert isinstance(stats[0], fr.PeerError) and "out of range" in str(stats[0])
 
 
+# ---------------------------------------------------------------- alltoall (the worked example)
+@pytest.mark.parametrize("w,n", [(4, 10_001), (2, 3), (1, 5)])
+def test_alltoall_sums_in_rank_order_everywhere(w, n):
+    g = grads(w, n, seed=7)
+    ports = free_ports(w)
+    peers = [[LO, p] for p in ports]
+
+    def worker(r):
+        c = AllToAllCommunicator({"rank": r, "peers": peers, "timeout_s": 5}, Me(f"w{r}", r, w, LO))
+        res = [c.allreduce(g[r].astype(np.float64), it) for it in range(2)]
+        counts = c.counters()
+        c.close()
+        return res, counts
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(w)])
+    assert not any(errs), errs
+    ref = sum_in_order(g)
+    for res, counts in out:
+        assert all(np.array_equal(x, ref) for x in res)
+        assert counts.bytes_sent == 2 * (w - 1) * (4 * n + fr.HEADER.size) + (w - 1) * fr.HEADER.size
+    close_to_numpy(out[0][0][0], g)
+
+
+def test_alltoall_peer_dying_is_an_error_not_a_hang():
+    w, ports = 3, free_ports(3)
+    peers = [[LO, p] for p in ports]
+    g = grads(w, 1000)
+
+    def worker(r):
+        c = AllToAllCommunicator({"rank": r, "peers": peers, "timeout_s": SLOW_TIMEOUT_S},
+                                 Me(f"w{r}", r, w, LO))
+        c.allreduce(g[r], 0)
+        if r == 2:
+            c.close()
+            return None
+        return c.allreduce(g[r], 1)
+    t0 = time.monotonic()
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(w)])
+    assert time.monotonic() - t0 < SLOW_TIMEOUT_S / 2, "the closed connection was noticed, no timeout"
+    assert all(isinstance(e, fr.PeerError) for e in errs[:2])
+
+
 # ---------------------------------------------------------------- real processes
 def test_worker_processes_train_through_a_ps_process(tmp_path):
-    """The real path: a server process and worker processes (workers/worker_main.py) with
-    the shared workload and event schema, verification on, a duration limit agreed by all."""
+    """The real path: a server process and worker processes (workers/worker.py) with the
+    shared workload and event schema, verification on, a duration limit agreed by all."""
     w = 3
     (port,) = free_ports(1)
-    srv = subprocess.Popen([sys.executable, "-m", "workers.comm_ps", "--host", LO, "--port", str(port),
+    srv = subprocess.Popen([sys.executable, "-m", "schemes.ps.server", "--host", LO, "--port", str(port),
                             "--children", str(w), "--timeout", "20"], cwd=REPO,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs = []
     for r in range(w):
-        cfg = {"worker": f"w{r}", "index": r, "n_workers": w, "seed": 5, "iterations": 100,
-               "duration_s": 0.5 + 0.2 * r,   # each worker's clock says stop at a different time
+        cfg = {"worker": f"w{r}", "host_id": f"h1r1w{r + 1}", "index": r, "n_workers": w,
+               "dc": "a", "ip": LO, "seed": 5, "iterations": 100, "duration_s": 0.5,
                "workload": {"kind": "synthetic", "parameters": 5000},
-               "compute_time": {"model": "constant", "value_ms": 20.0}, "stragglers": {},
-               "scheme": "ps", "comm": {"servers": [[LO, port]], "timeout_s": 20},
-               "events": str(tmp_path / f"w{r}.jsonl"), "verify": True}
+               "compute_time": {"model": "constant", "value_ms": 20.0 * (r + 1)}, "stragglers": {},
+               "scheme": "ps", "communicator": schemes.get("ps").communicator,
+               "comm": {"servers": [[LO, port]], "child_rank": r, "timeout_s": 20},
+               "events": str(tmp_path / f"w{r}.jsonl"), "verify": True,
+               "go_file": str(tmp_path / "go")}
         (tmp_path / f"w{r}.json").write_text(json.dumps(cfg))
-        procs.append(subprocess.Popen([sys.executable, "-m", "workers.worker_main", str(tmp_path / f"w{r}.json")],
+        procs.append(subprocess.Popen([sys.executable, "-m", "workers.worker", str(tmp_path / f"w{r}.json")],
                                       cwd=REPO, stderr=subprocess.PIPE, text=True))
+    from workers.events import read_events
+    deadline = time.monotonic() + 60
+    while not all(any(e["event"] == "worker_ready" for e in read_events(tmp_path / f"w{r}.jsonl"))
+                  for r in range(w)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "workers not ready"
+        time.sleep(0.05)
+    (tmp_path / "go").touch()
     for p in procs:
         assert p.wait(60) == 0, p.stderr.read()
     out, err = srv.communicate(timeout=20)
     assert srv.returncode == 0, err
-    from workers.events import read_events, summarize_job
     ev = {f"w{r}": read_events(tmp_path / f"w{r}.jsonl") for r in range(w)}
     its = [[e for e in ev[k] if e["event"] == "iteration_end"] for k in ev]
     assert len({len(i) for i in its}) == 1 and len(its[0]) >= 3, "all stop after the same iteration"
     assert len({e["result_sha1"] for i in its for e in i if e["iteration"] == 0}) == 1
-    for i in its:
+    for r, i in enumerate(its):
         for e in i:
             assert e["max_error"] <= e["error_bound"]
             assert e["gradient_bytes"] == 4 * 5000 and e["bytes_sent"] == 4 * 5001 + 2 * fr.HEADER.size   # 2 chunks
-            assert e["compute_s"] >= 0.02 and e["comm_s"] > 0
+            assert e["compute_s"] >= 0.02 * (r + 1) and e["comm_s"] > 0
     for k in ev:
         assert ev[k][-1]["event"] == "worker_end" and ev[k][-1]["reason"] == "duration reached"
-    job = summarize_job(ev)
-    assert job["iterations_completed"] == len(its[0]) and job["within_quantization_bound"]
     stats = json.loads(out.strip().splitlines()[-1])
     assert stats["iterations"] == len(its[0])
 
 
 # ---------------------------------------------------------------- placement (pure)
-def geo_graph():
+def geo_plan(scheme, opts, prefix=""):
     from testbed.scenario import load_scenario
     from topologies.graph import build_graph
-    return build_graph(load_scenario(str(REPO / "scenarios" / "geo-3dc.yaml"), []))
+    scn = load_scenario(str(REPO / "scenarios" / "geo-3dc.yaml"), [f"scheme={scheme}"])
+    g = build_graph(scn, prefix=prefix)
+    sch = schemes.get(scheme)
+    return g, sch.plan(g, scn, sch.parse_options(opts))
 
 
 def test_placement_of_each_scheme():
-    from testbed.app_baselines import BaselineOptions, plan_placement
-    g = geo_graph()
+    g, p = geo_plan("ps", {"server_dc": "fra", "shards": 2})
     dc = lambda h: g.nodes[h]["dc"]
-    p = plan_placement("ps", g, BaselineOptions.from_options("ps", {"server_dc": "fra", "shards": 2}))
-    assert len(p.workers) == 12 and [dc(s["host"]) for s in p.servers] == ["fra", "fra"]
-    assert len({s["host"] for s in p.servers}) == 2 and all(s["children"] == 12 for s in p.servers)
-    h = plan_placement("hier-ps", g, BaselineOptions.from_options(
-        "hier-ps", {"global_dc": "tok", "dedicated_servers": True}))
-    assert len(h.workers) == 9 and not {s["host"] for s in h.servers} & set(h.workers)
+    args = lambda s: dict(zip(s.args[::2], s.args[1::2]))
+    assert len(p.workers) == 12 and [dc(s.host) for s in p.servers] == ["fra", "fra"]
+    assert len({s.host for s in p.servers}) == 2 and all(args(s)["--children"] == "12" for s in p.servers)
+    assert all(s.module == "schemes.ps.server" for s in p.servers)
+    g, h = geo_plan("hier-ps", {"global_dc": "tok", "dedicated_servers": True})
+    assert len(h.workers) == 9 and not {s.host for s in h.servers} & set(h.workers)
     glob = h.servers[0]
-    assert dc(glob["host"]) == "tok" and glob["children"] == 3
+    assert dc(glob.host) == "tok" and args(glob)["--children"] == "3"
     for w in h.workers:   # every worker talks to the server of its own datacenter
-        srv = next(s for s in h.servers[1:] if [g.nodes[s["host"]]["ip"], s["port"]] == h.comm[w]["servers"][0])
-        assert dc(srv["host"]) == dc(w)
-    r = plan_placement("ring", g, BaselineOptions.from_options("ring", {}))
-    assert wan_crossings(r.workers, {n: dc(n) for n in r.workers}) == 3
+        srv = next(s for s in h.servers[1:]
+                   if [args(s)["--host"], int(args(s)["--port"])] == h.comm[w]["servers"][0])
+        assert dc(srv.host) == dc(w) and args(srv)["--upstream"].endswith(":7100")
+    g, r = geo_plan("ring", {})
+    assert wan_crossings(r.workers, {n: dc(n) for n in r.workers}) == 3 == r.info["wan_crossings"]
     assert [r.comm[w]["ring_rank"] for w in r.workers] == list(range(12))
+    g, a = geo_plan("alltoall", {"base_port": 9000})
+    assert len(a.workers) == 12 and all(c["peers"][c["rank"]][1] == 9000 for c in a.comm.values())
 
 
 def test_bad_options_say_what_is_known():
-    from testbed.app_baselines import BaselineOptions, plan_placement
-    with pytest.raises(ValueError, match="unknown option.*server_dc"):
-        BaselineOptions.from_options("ring", {"server_dc": "fra"})
-    with pytest.raises(ValueError, match="shards"):
-        BaselineOptions.from_options("ps", {"shards": 0})
+    from testbed.scenario import ScenarioError, load_scenario
+    path = str(REPO / "scenarios" / "geo-3dc.yaml")
+    with pytest.raises(ScenarioError, match="scheme_options.server_dc: unknown option 'server_dc' "
+                                            "for scheme ring"):
+        load_scenario(path, ["scheme=ring", "scheme_options.server_dc=fra"])
+    with pytest.raises(ScenarioError, match="scheme_options.shards"):
+        load_scenario(path, ["scheme=ps", "scheme_options.shards=0"])
     with pytest.raises(ValueError, match="no datacenter 'mars'.*wdc"):
-        plan_placement("ps", geo_graph(), BaselineOptions.from_options("ps", {"server_dc": "mars"}))
+        geo_plan("ps", {"server_dc": "mars"})
 
 
-def test_schemes_are_registered():
-    from testbed.apps import make_app
-    for s in ("ps", "hier-ps", "ring"):
-        assert make_app(s, {}).name == s
+def test_every_registered_scheme_loads_and_plans():
+    for name in schemes.NAMES:
+        s = schemes.get(name)
+        assert s.name == name and ":" in s.communicator
+        _, p = geo_plan(name, {})
+        assert sorted(p.workers) == sorted(p.comm) and len(p.workers) == 12

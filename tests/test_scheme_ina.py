@@ -1,16 +1,18 @@
-"""The ina/geo-ina App's pure parts: options, program choice, window, worker configs."""
+"""Schemes ina/geo-ina, pure parts: options, program choice, window, worker configs."""
 import json
 
 import pytest
 
+import schemes
 from control.agg_tree import build_tree
-from testbed.app_ina import (InaOptions, auto_window, check_program, longest_rtt_ms, program_k,
-                             rto_floor_ms, worker_configs)
+from schemes.ina.options import InaOptions
+from schemes.ina.plan import auto_window, check_program, longest_rtt_ms, program_k, rto_floor_ms
 from testbed.apps import make_app
 from testbed.dilation import dilate_graph
-from testbed.scenario import parse_scenario
+from testbed.scenario import ScenarioError, parse_scenario
+from testbed.scheme_app import worker_configs
 from topologies.graph import build_graph
-from workers.ina_worker import WorkerConfig
+from workers.worker import WorkerConfig
 
 
 def scenario(extra: str = "", scheme: str = "geo-ina"):
@@ -32,26 +34,31 @@ stragglers:
 
 
 def test_registered_for_both_schemes():
-    assert make_app("geo-ina", {}).scheme == "geo-ina"
+    assert make_app("geo-ina", {}).scheme.name == "geo-ina"
     assert make_app("ina", {"window": 8}).opts.window == 8
 
 
 @pytest.mark.parametrize("opts, msg", [
-    ({"bogus": 1}, "unknown option"), ({"window": 0}, "window"), ({"window": "big"}, "window"),
-    ({"k": 48}, "32 or 64"), ({"job": 300}, "job"), ({"clip": 0}, "clip"), ({"check": "yes"}, "check"),
-    ({"rto_margin_ms": -1}, "rto_margin_ms"), ({"rto_margin_ms": "big"}, "rto_margin_ms"),
-    ({"congestion_control": "aimd"}, "congestion_control")])
-def test_bad_options_name_the_field(opts, msg):
-    with pytest.raises(ValueError, match=msg):
-        InaOptions.from_options("geo-ina", opts)
+    ("{bogus: 1}", "scheme_options.bogus: unknown option 'bogus' for scheme geo-ina"),
+    ("{window: 0}", "scheme_options.window: must be \"auto\" or an integer in 1..32767 \\(got 0\\)"),
+    ("{window: big}", "scheme_options.window: must be \"auto\""),
+    ("{windw: 8}", "scheme_options.windw: unknown option 'windw' for scheme geo-ina; did you mean 'window'"),
+    ("{k: 48}", "scheme_options.k: Input should be 32 or 64"), ("{job: 300}", "scheme_options.job"),
+    ("{clip: 0}", "scheme_options.clip: unknown option 'clip'"), ("{verify: 'yes'}", "scheme_options.verify"),
+    ("{rto_margin_ms: -1}", "scheme_options.rto_margin_ms"),
+    ("{rto_margin_ms: big}", "scheme_options.rto_margin_ms"),
+    ("{congestion_control: aimd}", "scheme_options.congestion_control")])
+def test_bad_options_are_refused_with_the_field_path_when_the_scenario_loads(opts, msg):
+    with pytest.raises(ScenarioError, match=f"<app-ina>: {msg}"):
+        scenario(f"scheme_options: {opts}")
 
 
 def test_aggregation_program_is_chosen_unless_named():
     assert scenario().switch.program == "p4/aggregation.p4"
     assert scenario(scheme="ina").switch.program == "p4/aggregation.p4"
     assert parse_scenario(scenario().model_dump_json(), "<x>").switch.program == "p4/aggregation.p4"
-    iperf = scenario(scheme="iperf")
-    assert iperf.switch.program == "p4/forward.p4"
+    assert scenario(scheme="ps").switch.program == "p4/forward.p4"
+    assert [n for n in schemes.NAMES if schemes.get(n).program] == ["ina", "geo-ina"]
     named = scenario("switch: {program: p4/forward.p4}")
     assert named.switch.program == "p4/forward.p4"
     with pytest.raises(ValueError, match="remove switch.program"):
@@ -89,64 +96,48 @@ def test_auto_window_fits_the_switch_slots():
     assert auto_window(g, tree, 32, slots=8192) == 1024
 
 
+def configs(scn, g, opts, tmp_path):
+    scheme = schemes.get(scn.scheme)
+    plan = scheme.plan(g, scn, opts)
+    return plan, worker_configs(g, scn, scheme, opts, plan, tmp_path, tmp_path / "go", 3, None)
+
+
 def test_worker_configs_load_as_worker_configs(tmp_path):
     scn = scenario()
     g = dilate_graph(build_graph(scn, prefix="u"))
-    tree = build_tree(g, scheme="geo-ina", root="a", window=128)
-    opts = InaOptions.from_options("geo-ina", {"check": True, "timeout_ms": 500})
-    cfgs = worker_configs(g, scn, tree, opts, 32, tmp_path, tmp_path / "go", 3, None)
-    assert len(cfgs) == 6
+    opts = InaOptions(verify=True, timeout_ms=500, window=128, root="a")
+    plan, cfgs = configs(scn, g, opts, tmp_path)
+    assert len(cfgs) == 6 and plan.info["window"] == 128 and plan.info["root"] == "ug1"
     for h, c in cfgs.items():
         p = tmp_path / f"{h}.json"
         p.write_text(json.dumps(c))
         w = WorkerConfig.load(p)
-        assert w.n_workers == 6 and w.dilation == 2.0 and w.check is True
-        assert w.client["initial_rto"] == pytest.approx(1.0)       # 500 ms x dilation 2
-        assert w.client["window"] == 128 and w.client["k"] == 32
-        assert w.client["congestion_control"] is True
+        assert w.n_workers == 6 and w.dilation == 2.0 and w.verify is True
+        assert w.communicator == "schemes.ina.communicator:InaCommunicator"
+        client = w.comm["client"]
+        assert client["initial_rto"] == pytest.approx(1.0)       # 500 ms x dilation 2
+        assert client["window"] == 128 and client["k"] == 32
+        assert client["congestion_control"] is True and w.comm["clip"] == 4.0
         # auto margin: half the longest worker-root round trip (b -> a: 2 x 80 ms dilated, plus
         # the intra-datacenter links, so about 80 ms), at least 100 ms
-        assert w.rto_margin_s == pytest.approx(0.1)
+        assert w.comm["rto_margin_s"] == pytest.approx(0.1)
         assert not w.host_id.startswith("u") and w.host_id in h
     b = cfgs["uh2r1w1"]
-    assert b["dc"] == "b" and b["client"]["agg_ip"] == "10.2.1.254" and b["stragglers"]["persistent"]
+    assert b["dc"] == "b" and b["comm"]["client"]["agg_ip"] == "10.2.1.254" and b["stragglers"]["persistent"]
     assert [c["index"] for c in cfgs.values()] == list(range(6))
     g.edges["ug1", "ug2"]["delay_ms"] = 400.0          # a far WAN: the margin follows the RTT
-    wide = worker_configs(g, scn, tree, InaOptions(), 32, tmp_path, tmp_path / "go", 3, None)
-    assert all(0.40 < c["rto_margin_s"] < 0.41 for c in wide.values())
+    _, wide = configs(scn, g, InaOptions(window=128, root="a"), tmp_path)
+    assert all(0.40 < c["comm"]["rto_margin_s"] < 0.41 for c in wide.values())
     # the timeout floor: the longest worker-root round trip + the margin
+    tree = build_tree(g, scheme="geo-ina", root="a", window=128)
     floor = rto_floor_ms(InaOptions(), g, tree) / 1000.0
     assert floor == pytest.approx(longest_rtt_ms(g, tree) / 1000.0 + 0.405, abs=0.005)
-    assert all(c["client"]["min_rto"] == pytest.approx(floor) for c in wide.values())
-    assert all(c["client"]["initial_rto"] >= c["client"]["min_rto"] for c in wide.values())
+    assert all(c["comm"]["client"]["min_rto"] == pytest.approx(floor) for c in wide.values())
+    assert all(c["comm"]["client"]["initial_rto"] >= c["comm"]["client"]["min_rto"] for c in wide.values())
 
 
-def test_progress_and_collect_from_event_logs(tmp_path):
-    """progress() counts iterations and ends the job once one worker hit its duration
-    (BSP: the others cannot finish another iteration); collect() summarizes."""
-    from types import SimpleNamespace
-
-    from workers.events import EventLog
-    scn = scenario()
+def test_k_option_must_match_the_program(tmp_path):
+    scn = scenario("switch: {defines: {AGG_K: 32}}\nscheme_options: {k: 64}")
     g = dilate_graph(build_graph(scn, prefix="u"))
-    app = make_app("geo-ina", {"window": 8})
-    app.tree = build_tree(g, scheme="geo-ina", window=8)
-    app.window = 8
-    app.ctx = SimpleNamespace(events_dir=tmp_path, iterations=None, scenario=scn)
-    app.configs = {h: {} for h in app.tree.workers}
-    hosts = sorted(app.configs)
-    for i, h in enumerate(hosts):
-        with EventLog(tmp_path / f"{h}.jsonl", h) as log:
-            log.log("worker_start", parameters=136, accuracy_initial=0.1)
-            log.log("iteration_end", iteration=0, t_start=1.0, t_end=2.0, compute_s=0.2, comm_s=0.8,
-                    gradient_bytes=544, bytes_sent=1000, bytes_received=1000, packets_sent=5,
-                    retransmissions=i, loss=1.5, accuracy=0.4)
-            if i == 0:
-                log.log("worker_end", iterations=1, reason="duration reached")
-    prog = app.progress()
-    assert [p.iterations for p in prog] == [1] * len(hosts) and all(p.finished for p in prog)
-    s = app.collect()
-    assert s["scheme"] == "geo-ina" and s["window"] == 8 and s["parameters"] == 136
-    assert s["iterations_completed"] == 1 and s["retransmissions"] == sum(range(len(hosts)))
-    assert s["accuracy"] == [0.4] and s["accuracy_initial"] == 0.1 and s["errors"] == {}
-    assert s["real"]["mean_iteration_s"] == pytest.approx(0.5)        # 1 s / dilation 2
+    with pytest.raises(ValueError, match="AGG_K=32"):
+        configs(scn, g, InaOptions(k=64), tmp_path)
