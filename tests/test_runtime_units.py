@@ -8,8 +8,8 @@ import time
 import pytest
 
 from testbed import apps, counters, health, progress, results
-from testbed.iperf_worker import parse_result
 from tests.test_linkemu import two_dc_graph
+from workers.events import read_events
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
@@ -110,42 +110,16 @@ def test_wan_probe_pairs_use_path_rtt():
     assert p["configured_rtt_ms"] == pytest.approx(44.0)
 
 
-def test_ring_peers_pair_each_dc_with_the_next():
-    g = two_dc_graph()
-    g.nodes["h1r1w1"]["worker_index"] = 0
-    g.nodes["h2r1w1"]["worker_index"] = 1
-    assert apps.ring_peers(g) == {"h1r1w1": "h2r1w1", "h2r1w1": "h1r1w1"}
-
-
-def test_iperf_options_validation():
-    assert apps.IperfOptions.from_options({"protocol": "udp"}).protocol == "udp"
-    with pytest.raises(ValueError, match="unknown option"):
-        apps.IperfOptions.from_options({"bogus": 1})
-    with pytest.raises(ValueError, match="not tcp or udp"):
-        apps.IperfOptions.from_options({"protocol": "sctp"})
-    with pytest.raises(ValueError, match="has no application"):
+def test_unknown_scheme_says_what_is_known():
+    with pytest.raises(ValueError, match="unknown scheme 'no-such-scheme' \\(known: ps, hier-ps"):
         apps.make_app("no-such-scheme", {})
-
-
-def test_parse_iperf_json():
-    tcp = {"end": {"sum_sent": {"retransmits": 3, "bytes": 1000000},
-                   "sum_received": {"bytes": 999000, "bits_per_second": 9.5e6, "seconds": 0.84}}}
-    assert parse_result(tcp, "tcp") == {"bytes": 1000000, "bytes_received": 999000,
-                                        "bits_per_second": 9.5e6, "seconds": 0.84, "retransmits": 3}
-    udp = {"end": {"sum": {"bytes": 1400000, "bits_per_second": 9.9e6, "seconds": 1.1,
-                           "lost_packets": 10, "packets": 1000, "lost_percent": 1.0, "jitter_ms": 0.2}}}
-    r = parse_result(udp, "udp")
-    assert r["lost_packets"] == 10 and r["packets"] == 1000
-    assert r["bytes_received"] == 1386000                   # 990 of 1000 packets arrived
-    assert r["bits_per_second"] == pytest.approx(1386000 * 8 / 1.1)
-    assert r["sent_bits_per_second"] == 9.9e6
 
 
 def test_read_events_ignores_torn_last_line(tmp_path):
     p = tmp_path / "w.jsonl"
     p.write_text(json.dumps({"event": "iteration_end", "bytes": 5}) + "\n{\"event\": \"iter")
-    assert apps.read_events(p) == [{"event": "iteration_end", "bytes": 5}]
-    assert apps.read_events(tmp_path / "missing.jsonl") == []
+    assert read_events(p) == [{"event": "iteration_end", "bytes": 5}]
+    assert read_events(tmp_path / "missing.jsonl") == []
 
 
 def test_eta():
