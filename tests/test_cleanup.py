@@ -33,7 +33,7 @@ wan:
 intra_dc:
   access: {bandwidth_mbps: 100, delay_ms: 0}
   uplink: {bandwidth_mbps: 100, delay_ms: 0}
-scheme: iperf
+scheme: ps
 scheme_options: {bytes_per_iteration: 500000}
 iterations: 1000
 """

@@ -12,7 +12,7 @@ datacenters:
   - {name: b, region: "ibm:eu-de"}
 wan: {default: {bandwidth_mbps: 2000, jitter_ms: 2, loss_pct: 0.5}}
 intra_dc: {access: {bandwidth_mbps: 1000, delay_ms: 0.1}}
-scheme: iperf
+scheme: ps
 duration_s: 5
 """
 

@@ -45,7 +45,7 @@ wan:
 intra_dc:
   access: {{bandwidth_mbps: 100, delay_ms: 0}}
   uplink: {{bandwidth_mbps: 100, delay_ms: 0}}
-scheme: iperf
+scheme: ps
 iterations: 1
 """, "<fidelity>")
 

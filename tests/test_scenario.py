@@ -29,7 +29,7 @@ BAD_CASES = {
                            "aws:eu-west-1, aws:eu-central-1, aws:ap-northeast-1, aws:ap-southeast-1, "
                            "aws:ap-south-1, aws:sa-east-1, gcp:us-central1, gcp:europe-west4, "
                            "gcp:asia-east1, azure:eastus, azure:westeurope, azure:southeastasia)",
-    "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: ps, hier-ps, ring, ina, geo-ina, iperf)",
+    "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: ps, hier-ps, ring, alltoall, ina, geo-ina)",
     "too_many_workers.yaml": "datacenters: 35 workers in total (a: 4x5, b: 3x5); at most 32 fit on "
                              "this machine: lower racks or workers_per_rack",
     "one_datacenter.yaml": "datacenters: 1 datacenter given; this testbed supports 2 to 8",
@@ -72,7 +72,7 @@ name: t
 datacenters:
   - {name: a, region: "aws:us-east-1"}
   - {name: b, region: "aws:eu-west-1", racks: 2, workers_per_rack: 3}
-scheme: iperf
+scheme: ps
 duration_s: 5
 """
 
@@ -151,7 +151,7 @@ def test_shipped_scenarios_load_and_round_trip(path):
 
 def test_quickstart_shape():
     scn = load_scenario(ROOT / "scenarios" / "quickstart.yaml")
-    assert len(scn.datacenters) == 2 and scn.scheme == "iperf"
+    assert len(scn.datacenters) == 2 and scn.scheme == "ps" and scn.iterations == 5
     assert all(dc.racks == 1 and dc.workers_per_rack == 2 for dc in scn.datacenters)
     assert scn.duration_s is not None and scn.duration_s < 60
 
@@ -171,12 +171,12 @@ def test_schedule_rates_checked_against_htb_limit():
 
 
 def test_edge_override_must_be_in_topology():
-    text = GOOD.replace("scheme: iperf", """  - {name: c, region: "aws:ap-south-1"}
+    text = GOOD.replace("scheme: ps", """  - {name: c, region: "aws:ap-south-1"}
   - {name: d, region: "aws:sa-east-1"}
 wan:
   topology: ring
   edges: [{a: a, b: c, bandwidth_mbps: 5}]
-scheme: iperf""")
+scheme: ps""")
     with pytest.raises(ScenarioError) as ei:
         parse_scenario(text, "x")
     assert str(ei.value) == ("x: wan.edges.0: edge a-c is not in the ring topology; "

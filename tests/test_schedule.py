@@ -13,7 +13,7 @@ datacenters:
   - {name: a, region: "ibm:us-east"}
   - {name: b, region: "ibm:eu-de"}
   - {name: c, region: "ibm:jp-tok"}
-scheme: iperf
+scheme: ps
 duration_s: 30
 """
 
