@@ -4,7 +4,7 @@
 
 One softswitch running p4/aggregation.p4 (-DAGG_K=k) with 4 worker hosts in Mininet,
 each link shaped with htb to the step's rate in both directions. At each step the 4 real
-worker processes (workers/ina_worker.py, synthetic gradients sized for about --seconds of
+worker processes (workers/worker.py with ina's communicator, synthetic gradients sized for about --seconds of
 transfer at the link's payload rate) run BSP iterations; goodput per worker is useful
 gradient bytes / communication time (first send -> last result), the first iteration
 left out (the retransmission timer learns the RTT there). It is compared with the link's
@@ -33,6 +33,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from schemes.ina.plan import COMMUNICATOR
 from workers.agg_packet import frame_bytes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,7 +168,7 @@ class Bench:
         from dataclasses import asdict
 
         from workers.ina_client import ClientConfig
-        from workers.ina_worker import runqueue_wait_s
+        from workers.worker import runqueue_wait_s
         self.set_rate(rate)
         self.client.execute_many(reset_commands(WINDOW), check=True)
         n = parameters_for(rate, self.k, seconds)
@@ -184,12 +185,15 @@ class Bench:
                                   min_rto=self.min_rto)
             cfg = {"worker": h, "index": i, "host_id": f"h1r1w{i + 1}", "dc": "bench", "ip": a["ip"],
                    "n_workers": len(hosts), "seed": 1, "events": str(sdir / f"{h}.jsonl"),
-                   "client": asdict(client), "workload": {"kind": "synthetic", "parameters": n},
+                   "scheme": "ina", "communicator": COMMUNICATOR,
+                   "comm": {"client": asdict(client), "clip": 4.0, "aggregate_timeout_s": 120.0,
+                            "rto_margin_s": self.rto_margin},
+                   "workload": {"kind": "synthetic", "parameters": n},
                    "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations,
-                   "go_file": str(go), "aggregate_timeout_s": 120.0, "rto_margin_s": self.rto_margin}
+                   "go_file": str(go)}
             (sdir / f"{h}.json").write_text(json.dumps(cfg))
             with open(sdir / f"{h}.log", "w") as out:
-                procs[h] = self.net[h].popen([sys.executable, "-m", "workers.ina_worker", "--config",
+                procs[h] = self.net[h].popen([sys.executable, "-m", "workers.worker",
                                               str(sdir / f"{h}.json")], stdout=out,
                                              stderr=subprocess.STDOUT, cwd=str(REPO))
         try:

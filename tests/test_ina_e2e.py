@@ -4,7 +4,7 @@ link (both directions) and 40 ms WAN delay, through the whole run path
 (testbed.lifecycle.run_once). Checks:
 - every iteration's aggregated gradient matches the float reference within the
   quantization bound, on every worker (the workers regenerate each other's seeded
-  gradients: scheme_options.check);
+  gradients: scheme_options.verify);
 - the model's test accuracy rises across iterations, identically on every worker;
 - the loss made the workers retransmit, and the run still completed;
 - the gateways' pcaps (softswitch --pcap) dissect with the scapy layer: partial sums
@@ -38,7 +38,7 @@ intra_dc:
   access: {{bandwidth_mbps: 100, delay_ms: 0}}
   uplink: {{bandwidth_mbps: 100, delay_ms: 0}}
 scheme: geo-ina
-scheme_options: {{check: true, window: 16, root: a}}
+scheme_options: {{verify: true, window: 16, root: a}}
 workload: {{kind: model, name: mlp, lr: 0.2}}
 compute_time: {{model: normal, mean_ms: 20, std_ms: 5}}
 stragglers:

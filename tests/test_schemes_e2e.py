@@ -3,11 +3,13 @@
 Needs root and Mininet (skipped otherwise). Node names carry the prefix 'b' (quickstart
 runs) and 'bb' (bound runs) so that they do not collide with other tests on the machine.
 
-1. Each scheme (ps, hier-ps, ring, ina, geo-ina) on the quickstart topology: the run
-   completes, every worker logs every event of every iteration, every aggregated sum is
-   within its bound of numpy's (float32 summation bound, or the quantization bound for
-   INA), all workers agree, and the schemes agree with each other (same inputs: the
-   training losses match).
+1. Every registered scheme on the quickstart topology, through the one worker loop: the
+   run completes, every worker logs every event of every iteration, the event schema is
+   identical for every scheme (same events, same fields), the gap between the sum's
+   arrival and the iteration's end is the loop's (the update only) for every scheme,
+   every aggregated sum is within its bound of numpy's (float32 summation bound, or the
+   quantization bound for INA), all workers agree, and the schemes agree with each other
+   (same inputs: the training losses match).
 2. The analytic bound: W workers, S gradient bytes each, one bottleneck of B Mbps, zero
    compute time. ps must push W*S bytes through the server's access link: its
    communication time per iteration is >= W*S/B; with INA every worker only sends S:
@@ -22,12 +24,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+import schemes
 from testbed.lifecycle import RunOptions, run_scenario
 
 pytestmark = pytest.mark.mininet
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
+SCHEMES = schemes.NAMES
 ITERATIONS = 3
 PER_ITERATION = ("iteration_start", "compute_end", "first_send", "last_result", "iteration_end")
 
@@ -48,10 +51,10 @@ def quickstart_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("schemes")
     dirs = {}
     for s in SCHEMES:
-        verify = "scheme_options.check=true" if "ina" in s else "scheme_options.verify=true"
         dirs[s] = run(str(REPO / "scenarios" / "quickstart.yaml"),
                       [f"scheme={s}", f"iterations={ITERATIONS}", "duration_s=null",
-                       "workload.parameters=16384", verify], out, "b")
+                       "workload={kind: synthetic, parameters: 16384}", "scheme_options.verify=true"],
+                      out, "b")
     return dirs
 
 
@@ -76,11 +79,31 @@ def test_scheme_completes_with_correct_values_and_complete_events(quickstart_run
             if e["event"] == "iteration_end":
                 assert e["max_error"] <= e["error_bound"]
                 assert e["gradient_bytes"] == 4 * 16384 and e["bytes_sent"] >= e["gradient_bytes"]
-    if scheme in ("ps", "hier-ps", "ring"):   # one float32 sum, the same bits everywhere
+        for i in range(ITERATIONS):   # after the sum arrives: the update only, no communication
+            last = next(e["t"] for e in es if e["event"] == "last_result" and e["iteration"] == i)
+            end = next(e for e in es if e["event"] == "iteration_end" and e["iteration"] == i)
+            assert 0 <= end["t_end"] - last < 0.05, (w, i, end["t_end"] - last)
+    if scheme in ("ps", "hier-ps", "ring", "alltoall"):   # one float32 sum, the same bits everywhere
         for i in range(ITERATIONS):
             shas = {e["result_sha1"] for es in ev.values() for e in es
                     if e["event"] == "iteration_end" and e["iteration"] == i}
             assert len(shas) == 1
+
+
+def schema(run_dir: Path) -> dict[str, set[str]]:
+    """event name -> the fields it carries, over all workers of a run."""
+    out: dict[str, set[str]] = {}
+    for es in events(run_dir).values():
+        for e in es:
+            out.setdefault(e["event"], set()).update(e)
+    return out
+
+
+def test_every_scheme_logs_the_same_event_schema(quickstart_runs):
+    ref = schema(quickstart_runs["ps"])
+    assert {"worker_start", "comm_ready", "worker_ready", "iteration_end", "worker_end"} <= set(ref)
+    for s, d in quickstart_runs.items():
+        assert schema(d) == ref, s
 
 
 def test_schemes_agree_with_each_other(quickstart_runs):
@@ -168,7 +191,7 @@ def test_a_dead_server_ends_the_run_with_its_reason_not_a_hang(tmp_path):
             while not any(p.iterations >= 2 for p in app.progress()):
                 assert time.monotonic() - t0 < 60, "no progress before the kill"
                 time.sleep(0.1)
-            server = next(p for what, p in app.procs if " server " in what)
+            server = next(p for kind, _, p in app.procs if kind == "server")
             server.kill()
             t_kill = time.monotonic()
             while not all(p.finished for p in app.progress()):
@@ -180,4 +203,4 @@ def test_a_dead_server_ends_the_run_with_its_reason_not_a_hang(tmp_path):
                        for e in errors.values()), errors
         finally:
             app.stop()
-        assert all(p.poll() is not None for _, p in app.procs)
+        assert all(p.poll() is not None for _, _, p in app.procs)

@@ -161,7 +161,7 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
     comm = make_comm(cfg.comm, Me(cfg.worker, cfg.index, cfg.n_workers, cfg.ip, cfg.dilation))
     done, reason = 0, "finished"
     try:
-        log.log("comm_ready", setup_s=clock() - t0, **comm.describe())
+        log.log("comm_ready", setup_s=clock() - t0, comm=comm.describe())
         log.log("worker_ready")
         wait_for_go(cfg.go_file, cfg.go_timeout_s, clock)
         t_go, cpu_at_go, wait_at_go = clock(), time.process_time(), runqueue_wait_s()
