@@ -3,7 +3,7 @@
 An App is driven by testbed.lifecycle in this order:
     plan(graph, scenario)  (pure, before anything starts: bad options fail early)
     setup(ctx) -> start() -> progress() ... until done() -> collect() ; stop() always
-Every scheme runs through `testbed.scheme_app.SchemeApp`: the scheme's plan
+Every scheme runs through `testbed.scheme_app.SchemeApp` (`make_app`): the scheme's plan
 (schemes/<name>/plan.py) says which processes to start and which switch entries to push;
 its workers all run workers/worker.py. Each worker writes its own event log
 ctx.events_dir/<worker>.jsonl (JSON lines, CLOCK_MONOTONIC timestamps, i.e. Python's
@@ -65,8 +65,3 @@ class App(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Kill every process the app started (idempotent; called on every exit path)."""
-
-
-def make_app(scheme: str, options: dict) -> App:
-    from testbed.scheme_app import SchemeApp
-    return SchemeApp(scheme, options)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed import apps, backends, cleanup, counters, health, results
+from testbed import apps, backends, cleanup, counters, health, results, scheme_app
 from testbed.dilation import dilate_graph
 from testbed.scenario import dump_scenario, load_scenario
 from topologies import linkemu, netbuild
@@ -148,7 +148,7 @@ def run_scenario(opts: RunOptions, log=print) -> list[Path]:
 
 def prepare(opts: RunOptions, scn):
     """Everything that can fail before anything starts (no side effects but the netem probe)."""
-    app = apps.make_app(scn.scheme, scn.scheme_options)
+    app = scheme_app.make_app(scn.scheme, scn.scheme_options)
     backend, backend_reason = backends.choose_backend(scn.switch.backend)
     mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem())
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))

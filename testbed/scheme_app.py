@@ -195,3 +195,8 @@ class SchemeApp(App):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(3)
+
+
+def make_app(scheme: str, options: dict | None = None) -> SchemeApp:
+    """The App of a registered scheme (unknown names: ValueError naming the known ones)."""
+    return SchemeApp(scheme, options)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from testbed import apps, counters, health, progress, results
+from testbed import counters, health, progress, results, scheme_app
 from tests.test_linkemu import two_dc_graph
 from workers.events import read_events
 
@@ -112,7 +112,7 @@ def test_wan_probe_pairs_use_path_rtt():
 
 def test_unknown_scheme_says_what_is_known():
     with pytest.raises(ValueError, match="unknown scheme 'no-such-scheme' \\(known: ps, hier-ps"):
-        apps.make_app("no-such-scheme", {})
+        scheme_app.make_app("no-such-scheme", {})
 
 
 def test_read_events_ignores_torn_last_line(tmp_path):

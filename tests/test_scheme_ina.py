@@ -7,7 +7,7 @@ import schemes
 from control.agg_tree import build_tree
 from schemes.ina.options import InaOptions
 from schemes.ina.plan import auto_window, check_program, longest_rtt_ms, program_k, rto_floor_ms
-from testbed.apps import make_app
+from testbed.scheme_app import make_app
 from testbed.dilation import dilate_graph
 from testbed.scenario import ScenarioError, parse_scenario
 from testbed.scheme_app import worker_configs

@@ -172,7 +172,8 @@ def test_a_dead_server_ends_the_run_with_its_reason_not_a_hang(tmp_path):
     otherwise wait for their timeout), every worker stops, stop() leaves nothing behind."""
     import time
 
-    from testbed.apps import RunContext, make_app
+    from testbed.apps import RunContext
+    from testbed.scheme_app import make_app
     from testbed.lifecycle import started_network
     from testbed.scenario import load_scenario
     scn = load_scenario(str(REPO / "scenarios" / "quickstart.yaml"),
