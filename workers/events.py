@@ -4,16 +4,25 @@ Every line is one event: {"event": name, "t": CLOCK_MONOTONIC seconds, "worker":
 CLOCK_MONOTONIC (Python's time.monotonic()) is shared by all network namespaces of
 the machine, so events of different hosts can be put on one time line.
 
-Events a worker writes, in order, per iteration i:
+Events a worker writes (workers/worker.py, the one loop of every scheme, which says where
+each is stamped), once at the start:
+  worker_start     {index, pid, scheme, parameters, model, n_workers, loss_initial,
+                    accuracy_initial (the model before training), dilation}
+  comm_ready       {setup_s, comm: {the communicator's fixed facts}}
+  worker_ready     (then the worker waits for the start file)
+per iteration i:
   iteration_start  {iteration}
-  compute_end      {iteration, compute_ms (emulated), straggle_factor, reasons}
-  first_send       {iteration}                       first gradient packet handed to the socket
-  last_result      {iteration}                       the last chunk's aggregated result arrived
-  iteration_end    {iteration, t_start, t_end, compute_s, comm_s, gradient_bytes, bytes_sent,
-                    bytes_received, packets_sent, retransmissions, duplicate_results,
-                    loss, accuracy, [max_error, error_bound]}
-and once: worker_start {...config, loss_initial, accuracy_initial (before training)}, then worker_end {iterations, reason} or
-worker_error {error}.
+  compute_end      {iteration, compute_ms (emulated, drawn), straggle_factor, reasons}
+  first_send       {iteration}                the gradient is handed to the communicator
+  last_result      {iteration}                the communicator returned the sum
+  iteration_end    {iteration, t_start, t_end (after the update is applied), compute_s,
+                    comm_s (first_send -> last_result), gradient_bytes (4 x parameters),
+                    bytes_sent, bytes_received, packets_sent, retransmissions (this
+                    iteration's, workers.communicator.Counters), batch_loss, loss, accuracy
+                    (test set, after the update), stragglers, result_sha1, comm_stats
+                    {scheme-specific: INA's srtt_s, rto_s, cwnd, ...}, [max_error, error_bound]}
+and once at the end: worker_end {iterations, reason: finished | duration reached |
+terminated (SIGTERM), elapsed_s, cpu_s, ...} or worker_error {error}.
 
 Metrics (emulated seconds; divide times / multiply rates by the time dilation s for the
 real world, see testbed/dilation.py):
