@@ -20,7 +20,7 @@ SCHEME_STYLE = {
     "ring":    {"color": OKABE_ITO["green"], "marker": "^", "label": "Ring all-reduce"},
     "ina":     {"color": OKABE_ITO["vermillion"], "marker": "D", "label": "INA"},
     "geo-ina": {"color": OKABE_ITO["blue"], "marker": "v", "label": "Geo-INA"},
-    "iperf":   {"color": OKABE_ITO["black"], "marker": "x", "label": "iperf"},
+    "alltoall": {"color": OKABE_ITO["black"], "marker": "x", "label": "All-to-all"},
 }
 _SPARE = [(OKABE_ITO["purple"], "P"), (OKABE_ITO["yellow"], "X"), (OKABE_ITO["black"], "*")]
 SCHEME_ORDER = list(SCHEME_STYLE)

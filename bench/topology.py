@@ -29,7 +29,7 @@ def scenario_text(dcs: int, workers: int) -> str:
                          f"workers_per_rack: {workers}}}" for i, n in enumerate(names))
     return (f"name: bench-{dcs}x{workers}\nseed: 1\ndatacenters:\n{dcs_yaml}\n"
             f"wan: {{topology: full-mesh, default: {{bandwidth_mbps: 20, delay_ms: 10}}}}\n"
-            f"scheme: iperf\niterations: 1\n")
+            f"scheme: ps\niterations: 1\n")
 
 
 def measure(dcs: int, workers: int, idle_s: float = 0.0, log=print) -> dict:

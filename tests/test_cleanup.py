@@ -1,7 +1,7 @@
 """SIGINT in the middle of `run.py run`: nothing of the run is left, partial results stay.
 
 Runs the real CLI in a subprocess with node prefix 'tc', interrupts it while workers run,
-then checks: no processes of the run (Mininet shells, switches, iperf), no interfaces with
+then checks: no processes of the run (Mininet shells, switches, workers), no interfaces with
 its names, no network namespace of its hosts, no run record, and summary.json marked
 incomplete next to the partial event logs.
 """
@@ -34,7 +34,7 @@ intra_dc:
   access: {bandwidth_mbps: 100, delay_ms: 0}
   uplink: {bandwidth_mbps: 100, delay_ms: 0}
 scheme: ps
-scheme_options: {bytes_per_iteration: 500000}
+workload: {kind: synthetic, parameters: 100000}
 iterations: 1000
 """
 
@@ -48,7 +48,7 @@ def _our_processes(prefix: str) -> list[str]:
             cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or f"--worker {prefix}h" in cmd:
+        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or (f"/workers/{prefix}h" in cmd and "workers.worker" in cmd):
             found.append(f"{entry}: {cmd[:120]}")
     return found
 
