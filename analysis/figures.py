@@ -12,7 +12,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from analysis.metrics import cdf_points, mean_ci, speedup
+from analysis.metrics import cdf_points, mean_ci
+from analysis.speedup import ratio
 from analysis.style import (BANDWIDTH_COLOR, legend_above, new_figure, note_dilation, paper_style,
                             scheme_sort_key, scheme_style)
 
@@ -73,16 +74,17 @@ def speedup_rows(rows: Sequence[dict], axes: Sequence[str], baseline: str,
                  metric: str = "iteration_time_mean_s", series: str = "scheme") -> list[dict]:
     """Paired speedups: each ok row divided into the baseline row with the same values of
     every other axis and the same repetition (same seed: same stragglers and schedules).
-    Returns copies of the rows with `speedup` = baseline metric / row metric."""
+    Returns copies of the rows with `speedup` = analysis/speedup.ratio(baseline row, row,
+    metric) (None when either has no number)."""
     key_cols = [a for a in axes if a != series] + ["repetition"]
-    base = {tuple(str(r.get(c)) for c in key_cols): _num(r.get(metric))
+    base = {tuple(str(r.get(c)) for c in key_cols): r
             for r in _ok(rows) if r.get(series) == baseline}
     out = []
     for r in _ok(rows):
         b = base.get(tuple(str(r.get(c)) for c in key_cols))
         if b is None:
             continue
-        out.append(dict(r, speedup=speedup(b, _num(r.get(metric)))))
+        out.append(dict(r, speedup=ratio(b, r, metric)))
     return out
 
 

@@ -1,15 +1,21 @@
-"""Metrics of a run, as pure functions of its event logs, link counters and summary.
+"""Building blocks of the measurement pipeline: event logs -> iteration records, link
+counters -> byte counts, time series for figures, statistics over repetitions.
+
+The metrics themselves (what a table row, summary.json, a speedup or a benchmark reports,
+with the warm-up rule and the conversion to real-world units) are defined in one place,
+analysis/measure.py; nothing here drops warm-up iterations or knows about time dilation.
 
 Inputs are the formats of a results folder (testbed/results.py): per-worker events (dicts
-from JSON lines; times are CLOCK_MONOTONIC seconds of the *emulation*), counters.csv rows
-(testbed/counters.py) and summary.json. Nothing here reads files or knows about time
-dilation: analysis/rundata.py converts to real-world units (times / s, rates x s).
+from JSON lines; times are CLOCK_MONOTONIC seconds of the *emulation*) and counters.csv
+rows (testbed/counters.py).
 
 Events read (the schema of workers/events.py; other events and fields are ignored):
   iteration_start  {t, worker, iteration}
   compute_end      {t, worker, iteration}         end of the compute phase
   iteration_end    {t | t_end, worker, iteration, t_start?, gradient_bytes (or bytes),
-                    compute_s?, comm_s?, retransmissions? (or retransmits), accuracy?}
+                    compute_s?, comm_s?, retransmissions? (or retransmits), bytes_sent?,
+                    packets_sent?, loss?, accuracy?, max_error?, error_bound?,
+                    comm_stats? {duplicate_results?, ...} (older INA logs: top level)}
   eval             {t, iteration?, accuracy}       optional: accuracy measured off the
                                                    iteration path
 `gradient_bytes` is the number of useful gradient bytes the worker synchronized in that
@@ -35,6 +41,13 @@ class IterationRecord:
     bytes: int                    # useful gradient bytes
     retransmissions: int
     comm_logged_s: float | None = None   # the log's comm_s, when it has one
+    bytes_sent: int = 0                  # bytes handed to the sockets (framing included)
+    packets_sent: int = 0
+    duplicate_results: int = 0           # INA: results received again (comm_stats)
+    loss: float | None = None            # test loss after the update
+    accuracy: float | None = None        # test accuracy after the update
+    max_error: float | None = None       # verify: |sum - float64 reference|, and its bound
+    error_bound: float | None = None
 
     @property
     def iteration_s(self) -> float:
@@ -48,15 +61,14 @@ class IterationRecord:
 
 
 def iteration_records(events: Iterable[dict], worker: str | None = None) -> list[IterationRecord]:
-    """Per-worker iterations from one worker's events (or several workers' events mixed).
-
-    Definitions, for worker w and iteration i:
-      iteration time   t_end - t_start, where t_start is the iteration_end's t_start or
-                       else the t of the matching iteration_start;
-      compute time     the iteration_end's compute_s, else compute_end.t - t_start;
-      communication time  the iteration_end's comm_s, else iteration time - compute time:
-                       sending, aggregation and waiting for the others (in BSP the wait
-                       for stragglers is communication time of the fast workers).
+    """Per-worker iterations from one worker's events (or several workers' events mixed),
+    in start-time order. What each field means is analysis/measure.py's docstring; read
+    from the log as:
+      t_start    the iteration_end's t_start, else the t of the matching iteration_start;
+      t_end      the iteration_end's t_end, else its t;
+      compute_s  the iteration_end's compute_s, else compute_end.t - t_start;
+      comm_s     the iteration_end's comm_s, else iteration time - compute time (logs of
+                 older workers).
     An iteration_end without a start time is skipped (the log was cut at its start)."""
     starts: dict[tuple[str, int], float] = {}
     cends: dict[tuple[str, int], float] = {}
@@ -85,18 +97,30 @@ def iteration_records(events: Iterable[dict], worker: str | None = None) -> list
         retx = e.get("retransmissions", e.get("retransmits")) or 0
         nbytes = e.get("gradient_bytes", e.get("bytes")) or 0
         comm = e.get("comm_s")
+        stats = e.get("comm_stats") or {}
+        dup = stats.get("duplicate_results", e.get("duplicate_results")) or 0
         out.append(IterationRecord(str(w), int(i) if i is not None else len(out), t_start, t_end,
                                    None if comp is None else float(comp), int(nbytes), int(retx),
-                                   None if comm is None else float(comm)))
+                                   None if comm is None else float(comm),
+                                   int(e.get("bytes_sent") or 0), int(e.get("packets_sent") or 0),
+                                   int(dup), _num(e.get("loss")), _num(e.get("accuracy")),
+                                   _num(e.get("max_error")), _num(e.get("error_bound"))))
     out.sort(key=lambda r: (r.t_start, r.worker))
     return out
 
 
-def job_iterations(records: Sequence[IterationRecord]) -> list[tuple[int, float, float]]:
+def _num(v) -> float | None:
+    return None if v is None else float(v)
+
+
+def job_iterations(records: Sequence[IterationRecord],
+                   workers: Iterable[str] | None = None) -> list[tuple[int, float, float]]:
     """(iteration, start, end) of the whole job: start = min over workers of t_start,
-    end = max over workers of t_end. Only iterations that every worker of the log finished
-    count (a run cut in the middle leaves a partial last iteration)."""
-    workers = {r.worker for r in records}
+    end = max over workers of t_end. Only iterations that every worker finished count (a
+    run cut in the middle leaves a partial last iteration); `workers` names them all
+    (default: the workers that have records, so a worker that never finished an iteration
+    is not noticed unless named)."""
+    workers = {r.worker for r in records} if workers is None else set(workers)
     by_it: dict[int, list[IterationRecord]] = {}
     for r in records:
         by_it.setdefault(r.iteration, []).append(r)
@@ -109,52 +133,11 @@ def job_iterations(records: Sequence[IterationRecord]) -> list[tuple[int, float,
     return out
 
 
-def iteration_times(records: Sequence[IterationRecord], warmup: int = 0) -> np.ndarray:
-    """Job iteration time of each complete iteration: max_w t_end(w, i) - min_w t_start(w, i)
-    (seconds); the first `warmup` complete iterations are dropped (connection set-up)."""
-    its = job_iterations(records)[warmup:]
-    return np.array([end - start for _, start, end in its], dtype=float)
-
-
-def compute_comm_times(records: Sequence[IterationRecord]) -> tuple[np.ndarray, np.ndarray]:
-    """(compute times, communication times) of every worker-iteration that records its
-    compute time; see iteration_records for the definitions."""
-    rs = [r for r in records if r.compute_s is not None]
-    return (np.array([r.compute_s for r in rs], dtype=float),
-            np.array([r.comm_s for r in rs], dtype=float))
-
-
 def makespan(records: Sequence[IterationRecord]) -> float:
     """Seconds from the first iteration start to the last iteration end (any worker)."""
     if not records:
         return 0.0
     return max(r.t_end for r in records) - min(r.t_start for r in records)
-
-
-def goodput_bps(records: Sequence[IterationRecord]) -> float:
-    """Goodput (as workers/events.py): per worker, 8 x its useful gradient bytes summed over
-    its iterations / its communication time summed over the same iterations; the mean over
-    workers, in bit/s. Retransmitted, header and protocol bytes do not count: a scheme that
-    synchronizes the same gradients in less time has the higher goodput. nan when no
-    iteration records its communication time."""
-    per: dict[str, list[float]] = {}
-    for r in records:
-        if r.comm_s is not None:
-            acc = per.setdefault(r.worker, [0.0, 0.0])
-            acc[0] += r.bytes
-            acc[1] += r.comm_s
-    rates = [8.0 * b / c for b, c in per.values() if c > 0]
-    return float(np.mean(rates)) if rates else float("nan")
-
-
-def job_goodput_bps(records: Sequence[IterationRecord]) -> float:
-    """Job goodput: 8 x (useful gradient bytes summed over all workers and iterations) /
-    makespan, in bit/s: the rate at which the job as a whole gets gradients synchronized,
-    compute time and stragglers included (the area under goodput_over_time)."""
-    span = makespan(records)
-    if span <= 0:
-        return 0.0
-    return 8.0 * sum(r.bytes for r in records) / span
 
 
 def goodput_over_time(records: Sequence[IterationRecord], window_s: float,
@@ -200,7 +183,7 @@ def accuracy_series(events: Iterable[dict]) -> list[tuple[float, float]]:
     """(t, accuracy) in time order: one point per iteration from the iteration_end events
     carrying `accuracy`, at the job's end of that iteration (the last worker's t_end; in
     BSP every worker holds the same model, the first report's accuracy counts), plus every
-    `eval` event at its t. Iterations are those of analysis/speedup.py's time to accuracy."""
+    `eval` event at its t. Iterations are those of analysis/measure.py's time to accuracy."""
     its: dict = {}
     pts = []
     for e in events:
@@ -256,12 +239,6 @@ def wan_bytes(rows: Sequence[dict], wan_intfs: Iterable[str]) -> int:
     return sum(counter_delta(rows, i) for i in wan_intfs)
 
 
-def wan_bytes_per_iteration(rows: Sequence[dict], wan_intfs: Iterable[str], iterations: int) -> float:
-    """WAN bytes / the job's complete iterations (headers, retransmissions, control and
-    everything else on the WAN included)."""
-    return wan_bytes(rows, wan_intfs) / iterations if iterations > 0 else float("nan")
-
-
 def link_rate_series(rows: Sequence[dict], intf: str, field: str = "tx_bytes") -> tuple[np.ndarray, np.ndarray]:
     """(sample times, bit/s between the previous sample and this one) of one interface."""
     pts = sorted((float(r["t_mono"]), int(r[field])) for r in rows if r["intf"] == intf)
@@ -289,26 +266,6 @@ def link_utilization(rows: Sequence[dict], intf: str, initial_mbps: float,
     t, rate = link_rate_series(rows, intf)
     cap = np.array([capacity_at(x, initial_mbps, changes) * 1e6 for x in t])
     return t, rate / cap
-
-
-# ---------------------------------------------------------------- loss and drops
-
-def retransmissions(records: Sequence[IterationRecord]) -> int:
-    """Packets (or segments) the workers re-sent, as their event logs report them."""
-    return sum(r.retransmissions for r in records)
-
-
-def switch_drops(summary: dict, rows: Sequence[dict] = (), switch_nodes: Iterable[str] = ()) -> int:
-    """Frames the switches lost: the softswitch's socket-overrun drops from summary.json
-    (switch_drops) plus the kernel's rx_dropped + tx_dropped on the switches' interfaces
-    over the workload (counters.csv)."""
-    total = sum(int(v.get("socket_drops") or 0) for v in (summary.get("switch_drops") or {}).values())
-    nodes = set(switch_nodes)
-    if nodes:
-        intfs = {(r["node"], r["intf"]) for r in rows if r["node"] in nodes}
-        for node, intf in intfs:
-            total += counter_delta(rows, intf, "rx_dropped", node) + counter_delta(rows, intf, "tx_dropped", node)
-    return total
 
 
 # ---------------------------------------------------------------- over repetitions

@@ -396,7 +396,8 @@ def runs_table(runs: list[RunData]) -> str:
             v = m.get(c)
             if c == "wan_bytes_per_iteration" and _is_number(v):
                 v = v / 1e6
-            cells.append(f"{v:.4g}" if isinstance(v, float) and v == v else ("-" if isinstance(v, float) else str(v)))
+            missing = v is None or (isinstance(v, float) and v != v)
+            cells.append("-" if missing else (f"{v:.4g}" if isinstance(v, float) else str(v)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,9 +1,11 @@
-"""Read one results folder (testbed/results.py format) and give its metrics in real-world units.
+"""Read one results folder (testbed/results.py format): its row of metrics and its series.
 
-Event and counter timestamps are emulated CLOCK_MONOTONIC seconds; with time dilation s
-(manifest/summary `time_dilation`) every duration is divided by s and every rate
-multiplied by s here, so tables and figures speak real-world time. Byte counts are
-unchanged by dilation.
+`RunData.metrics()` is the row every consumer uses (summary.json's "metrics", sweep tables,
+`run.py plot`, speedups, benchmarks): the run's facts (scheme, sizes, seed, completeness)
+plus analysis/measure.run_metrics of its event logs, counters.csv, WAN interfaces and
+switch drops. The series for figures (goodput and bandwidth over time, accuracy curve,
+iteration-time CDF) are here too, in real-world units like the row (emulated seconds /
+time dilation s, rates x s).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from analysis import measure
 from analysis import metrics as M
 from workers.events import read_events as read_jsonl
 
@@ -71,11 +74,7 @@ class RunData:
 
     @cached_property
     def records(self) -> list[M.IterationRecord]:
-        out = []
-        for w, ev in self.events.items():
-            out += M.iteration_records(ev, worker=w)
-        out.sort(key=lambda r: (r.t_start, r.worker))
-        return out
+        return measure.records(self.events)
 
     @cached_property
     def t0(self) -> float:
@@ -104,27 +103,25 @@ class RunData:
 
     @cached_property
     def wan_links(self) -> list[dict]:
-        """Per WAN link: name, its two interfaces, real initial Mbps."""
+        """Per WAN link: name, its two ends, real initial Mbps."""
         g = self.graph
         if g is None:
             return []
-        out = []
-        for u, v, a in g.edges(data=True):
-            if a.get("kind") != "wan":
-                continue
-            ports = a["ports"]
-            out.append({"edge": f"{u}-{v}", "ends": (u, v),
-                        "intfs": [f"{u}-eth{ports[u]}", f"{v}-eth{ports[v]}"],
-                        "mbps": float(a["bandwidth_mbps"])})
-        return out
-
-    def switch_nodes(self) -> list[str]:
-        g = self.graph
-        return [] if g is None else [n for n, d in g.nodes(data=True) if d.get("role") != "host"]
+        return [{"edge": f"{u}-{v}", "ends": (u, v), "mbps": float(a["bandwidth_mbps"])}
+                for u, v, a in g.edges(data=True) if a.get("kind") == "wan"]
 
     # ------------------------------------------------------------ series (real units)
-    def iteration_times_s(self, warmup: int = 0) -> np.ndarray:
-        return M.iteration_times(self.records, warmup) / self.dilation
+    def per_iteration(self) -> list[dict]:
+        """The job's complete iterations (analysis/measure.iteration_table)."""
+        return measure.iteration_table(self.events, self.dilation, self.records)
+
+    def per_worker(self) -> dict[str, dict]:
+        """Per-worker figures (analysis/measure.worker_table)."""
+        return measure.worker_table(self.events, self.dilation, self.records)
+
+    def iteration_times_s(self) -> np.ndarray:
+        """Job iteration times of the steady complete iterations (the row's statistics)."""
+        return np.array([j["time_s"] for j in self.per_iteration() if not j["warmup"]], dtype=float)
 
     def goodput_series(self, window_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(real s since job start, real Mbps). Default window: the median iteration time,
@@ -169,42 +166,32 @@ class RunData:
                 np.array([a for _, a in pts]))
 
     # ------------------------------------------------------------ one row of the table
-    def metrics(self, target_accuracy: float | None = None, warmup: int = 0) -> dict:
-        """Summary metrics in real-world units (see analysis/metrics.py for definitions).
-        The iteration-time statistics skip the first `warmup` complete iterations
-        (connection set-up, TCP slow start); every other metric covers the whole run."""
-        s = self.dilation
-        recs = self.records
-        its = self.iteration_times_s(warmup)
-        comp, comm = M.compute_comm_times(recs)
-        n_it = len(M.job_iterations(recs))
-        intfs = [i for link in self.wan_links for i in link["intfs"]]
-        wan_b = M.wan_bytes(self.counter_rows, intfs) if intfs and self.counter_rows else None
-        acc_t, acc = self.accuracy_series()
-        tta = None if target_accuracy is None else \
-            M.time_to_accuracy(list(zip(acc_t, acc)), target_accuracy, 0.0)
-        nan = float("nan")
-        return {
+    def metrics(self, target_accuracy: float | None = None) -> dict:
+        """THE row of this run: its facts (complete, scheme, sizes, seed, elapsed_s) and
+        analysis/measure.run_metrics of its folder (definitions there)."""
+        g = self.graph
+        facts = {
             "complete": bool(self.summary.get("complete", False)),
             "scheme": self.scheme,
             "n_datacenters": self.n_datacenters,
             "n_workers": self.n_workers,
-            "n_workers_per_dc": (self.n_workers / self.n_datacenters) if self.n_datacenters else nan,
-            "time_dilation": s,
+            "n_workers_per_dc": (self.n_workers / self.n_datacenters) if self.n_datacenters else None,
             "seed": self.manifest.get("seed", self.scenario.get("seed")),
-            "iterations": n_it,
-            "warmup_iterations": warmup,
-            "iteration_time_mean_s": float(its.mean()) if len(its) else nan,
-            "iteration_time_p50_s": M.percentile(its, 50),
-            "iteration_time_p99_s": M.percentile(its, 99),
-            "compute_time_mean_s": float(comp.mean() / s) if len(comp) else nan,
-            "comm_time_mean_s": float(comm.mean() / s) if len(comm) else nan,
-            "goodput_mbps": M.goodput_bps(recs) * s / 1e6,
-            "job_goodput_mbps": M.job_goodput_bps(recs) * s / 1e6,
-            "wan_bytes_per_iteration": (wan_b / n_it) if (wan_b is not None and n_it) else nan,
-            "retransmissions": M.retransmissions(recs),
-            "switch_drops": M.switch_drops(self.summary, self.counter_rows, self.switch_nodes()),
-            "final_accuracy": float(acc[-1]) if len(acc) else nan,
-            "time_to_accuracy_s": tta if tta is not None else nan,
-            "elapsed_s": float(self.summary.get("elapsed_s") or nan),
+            "elapsed_s": self.summary.get("elapsed_s"),
         }
+        return {**facts, **measure.run_metrics(
+            self.events, self.counter_rows,
+            wan_intfs=None if g is None else measure.wan_interfaces(g),
+            switch_nodes=() if g is None else measure.switch_names(g),
+            switch_drops=self.summary.get("switch_drops"), dilation=self.dilation,
+            target_accuracy=target_accuracy)}
+
+
+def summary_sections(run_dir, summary: dict) -> dict:
+    """What testbed/lifecycle.py adds to the summary.json it is writing: the row
+    ("metrics", RunData.metrics: the same function every later reader of the folder calls),
+    the job's iterations ("per_iteration") and the per-worker figures ("workers"), with
+    `summary` standing in for the file."""
+    rd = RunData.load(run_dir)
+    rd.summary = summary
+    return {"metrics": rd.metrics(), "per_iteration": rd.per_iteration(), "workers": rd.per_worker()}

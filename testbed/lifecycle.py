@@ -278,6 +278,12 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                        "qdisc": state.get("qdisc"),
                        "phase_seconds": timings,
                        "bandwidth_changes": state.get("bandwidth_changes")})
+            try:   # the one measurement pipeline: the same row `run.py plot` and sweeps compute
+                from analysis.rundata import summary_sections
+                summary.update(summary_sections(run_dir, summary))
+            except Exception as e:   # the summary is written whatever happens
+                summary["metrics"] = None
+                summary["warnings"].append(f"metrics could not be computed: {e!r}")
             results.write_json(run_dir / "summary.json", summary)
             for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
                 log(f"warning: {w}")

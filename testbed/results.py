@@ -5,7 +5,10 @@
                       kernel, CPU count, seed, time dilation
   events/<worker>.jsonl  per-worker event log (JSON lines, CLOCK_MONOTONIC timestamps)
   counters.csv        link counters sampled every 100 ms (testbed.counters)
-  summary.json        outcome; ``complete: false`` when the run was interrupted or failed
+  summary.json        outcome (``complete: false`` when the run was interrupted or failed),
+                      the scheme App's facts ("app": plan, servers, errors), and the
+                      measurement: "metrics" (the row of analysis/measure.py, as `run.py
+                      plot` and sweep tables have it), "per_iteration", "workers"
 """
 from __future__ import annotations
 

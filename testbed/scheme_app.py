@@ -168,10 +168,7 @@ class SchemeApp(App):
                     p.wait(5)
                 except subprocess.TimeoutExpired:
                     pass
-        from workers.events import summarize_job
-        summary = summarize_job({w: self._events(w) for w in self.configs},
-                                self.ctx.scenario.time_dilation)
-        return {**summary, "app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
+        return {"app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
                 "ranks": list(self.configs), **self.plan_.info,
                 "servers": self._server_stats(), "errors": errors}
 

@@ -184,7 +184,7 @@ def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
         return rec
     try:
         run = RunData.load(run_dir)
-        metrics = run.metrics(sw.target_accuracy, sw.warmup_iterations)
+        metrics = run.metrics(sw.target_accuracy)
         status = "ok" if run.summary.get("complete") else "failed"
         error = None if status == "ok" else f"run incomplete: {run.summary.get('reason', 'no summary.json')}"
     except Exception as e:   # results that do not parse are the point's failure, not the sweep's

@@ -14,7 +14,6 @@ A sweep file is YAML:
     seeds: {policy: per-repetition, base: 1}   # or {policy: fixed[, base: N]}
     quick: {axes: {...}, repetitions: 1, set: [...]}   # what --quick changes
     figures: [{kind: speedup, x: wan.default.bandwidth_mbps, baseline: ps}, ...]
-    warmup_iterations: 1                  # left out of the iteration-time statistics
     target_accuracy: 0.8                  # time_to_accuracy_s in the table
     output: results                       # results/<name>[-quick]/
 
@@ -88,7 +87,6 @@ class Sweep:
     quick: dict = field(default_factory=dict)
     is_quick: bool = False
     target_accuracy: float | None = None   # for time_to_accuracy_s in the table
-    warmup_iterations: int = 0              # left out of the iteration-time statistics
 
     def folder_name(self) -> str:
         return self.name + ("-quick" if self.is_quick else "")
@@ -197,10 +195,13 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
     _need(ta is None or (isinstance(ta, (int, float)) and 0 < ta <= 1), source, "target_accuracy",
           f"must be a fraction in (0, 1] (got {ta!r})")
     sw.target_accuracy = ta
-    wu = raw.get("warmup_iterations", 0)
-    _need(isinstance(wu, int) and not isinstance(wu, bool) and wu >= 0, source, "warmup_iterations",
-          f"must be an integer >= 0 (got {wu!r})")
-    sw.warmup_iterations = wu
+    # the warm-up is one rule for every table, summary and figure (analysis/measure.py);
+    # older sweep files that state it are fine, another value cannot be applied
+    from analysis.measure import WARMUP_ITERATIONS
+    wu = raw.get("warmup_iterations", WARMUP_ITERATIONS)
+    _need(wu == WARMUP_ITERATIONS and not isinstance(wu, bool), source, "warmup_iterations",
+          f"the warm-up is fixed at {WARMUP_ITERATIONS} iteration(s) for every metric (README, "
+          f"Metrics); remove this field (got {wu!r})")
     if quick:
         sw = apply_quick(sw)
     _check_shape(sw)

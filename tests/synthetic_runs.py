@@ -5,13 +5,14 @@ and writes results/<scenario>/<run-id>/ with scenario.yaml, manifest.json,
 events/<worker>.jsonl, counters.csv, bandwidth_events.jsonl and summary.json, from a
 simple closed-form BSP model (numbers are made up, never presented as measurements):
 
-  events as workers/events.py (iteration_start, compute_end, iteration_end with
-  t_start, t_end, compute_s, comm_s, gradient_bytes, retransmissions, accuracy)
+  events as workers/events.py (worker_start, iteration_start, compute_end, iteration_end
+  with t_start, t_end, compute_s, comm_s, gradient_bytes, bytes_sent, packets_sent,
+  retransmissions, accuracy, loss; worker_end)
   compute(w, i)  = 0.1 s x N(1, 0.05), x 3 when a transient straggler (probability p)
   comm(i)        = crossing(scheme) x gradient bits / bottleneck rate at the start + RTT
   every worker of iteration i starts at T_i and ends at T_i + max_w compute + comm
   WAN bytes of iteration i = crossing(scheme) x 2 x gradient bytes, split evenly over
-  the WAN interfaces; accuracy(i) = 0.9 - 0.5 exp(-i / 4)
+  the WAN interfaces; accuracy(i) = 0.9 - 0.5 exp(-i / 4), loss(i) = 0.2 + exp(-i / 4)
 
 Timestamps are emulated (x time_dilation), like a real run's. Also the stored fixture
 under tests/data/results_fixture/ is made by `python3 tests/synthetic_runs.py`.
@@ -65,7 +66,10 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
     d = Path(out_root) / scn.name / run_id
     (d / "events").mkdir(parents=True)
     (d / "scenario.yaml").write_text(dump_scenario(scn))
-    logs = {h: [] for h in hosts}
+    logs = {h: [{"event": "worker_start", "t": T_BASE - 0.5 * s, "worker": h, "index": k,
+                 "scheme": scn.scheme, "parameters": grad_bytes // 4, "n_workers": len(hosts),
+                 "loss_initial": 1.4, "accuracy_initial": 0.35, "dilation": s}]
+            for k, h in enumerate(hosts)}
     t = 0.0                                    # real seconds since the first iteration
     per_iter = []
     n_it = scn.iterations or 8
@@ -84,10 +88,13 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
                          "gradient_bytes": grad_bytes, "bytes_sent": grad_bytes + 64 * (grad_bytes // 1400 + 1),
                          "bytes_received": grad_bytes, "packets_sent": grad_bytes // 1400 + 1,
                          "retransmissions": int(i == 2 and k == 0),
-                         "accuracy": round(0.9 - 0.5 * np.exp(-i / 4), 6)}]
+                         "accuracy": round(0.9 - 0.5 * np.exp(-i / 4), 6),
+                         "loss": round(0.2 + np.exp(-i / 4), 6)}]
         per_iter.append((t, end, 2 * cross * grad_bytes))
         t = end + 0.001
     for h, ev in logs.items():
+        ev.append({"event": "worker_end", "t": T_BASE + t * s, "worker": h, "iterations": n_it,
+                   "reason": "finished"})
         (d / "events" / f"{h}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ev))
     # counters: WAN bytes of each iteration spread evenly over it, on every WAN interface
     intfs = [(u, f"{u}-eth{g.edges[u, v]['ports'][u]}") for u, v in wans] + \
@@ -107,14 +114,16 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
     manifest = {"run_id": run_id, "scenario": scn.name, "repetition": 0, "seed": scn.seed,
                 "time_dilation": s, "backend": "softswitch", "link_emulation": "userspace",
                 "node_prefix": "", "overrides": list(overrides), "synthetic": True}
-    # the app section as the schemes write it (workers/events.summarize_job)
-    from workers.events import summarize_job
-    app = dict(summarize_job(logs, s), app=scn.scheme, scheme=scn.scheme)
+    # the app section holds the scheme's facts only; the measurement is added as
+    # testbed/lifecycle.py adds it, by the one pipeline (analysis/rundata.summary_sections)
+    from analysis.rundata import summary_sections
+    app = {"app": scn.scheme, "scheme": scn.scheme, "errors": {}}
     summary = {"complete": True, "reason": "finished", "elapsed_s": round(t * s + 3.0, 3),
                "time_dilation": s, "app": app, "warnings": [],
                "switch_drops": {"g1": {"rx_frames": 1000, "socket_drops": 0}},
                "bandwidth_changes": changes}
     (d / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    summary.update(summary_sections(d, summary))
     (d / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return d
 

@@ -24,14 +24,8 @@ per iteration i:
 and once at the end: worker_end {iterations, reason: finished | duration reached |
 terminated (SIGTERM), elapsed_s, cpu_s, ...} or worker_error {error}.
 
-Metrics (emulated seconds; divide times / multiply rates by the time dilation s for the
-real world, see testbed/dilation.py):
-  iteration time     t_end - t_start of an iteration
-  compute time       iteration_start -> compute_end
-  communication time first_send -> last_result
-  goodput            useful gradient bytes (4 bytes per float32 parameter, padding and
-                     headers and retransmissions excluded) / communication time
-  iteration goodput  the same bytes / iteration time
+What these events measure (iteration, compute and communication time, goodput, the
+warm-up rule, real-world units) is defined once, in analysis/measure.py.
 """
 from __future__ import annotations
 
@@ -95,99 +89,3 @@ def read_events(path) -> list[dict]:
         except ValueError:
             continue          # torn last line of a killed worker
     return out
-
-
-# ---------------------------------------------------------------- summaries (pure)
-def iterations(events: list[dict]) -> list[dict]:
-    return [e for e in events if e.get("event") == "iteration_end"]
-
-
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return sum(xs) / len(xs) if xs else None
-
-
-def summarize_worker(events: list[dict]) -> dict:
-    """Per-worker totals and means over its completed iterations (emulated time)."""
-    its = iterations(events)
-    if not its:
-        err = next((e.get("error") for e in events if e.get("event") == "worker_error"), None)
-        return {"iterations": 0, "error": err}
-    comm = sum(e["comm_s"] for e in its)
-    grad = sum(e["gradient_bytes"] for e in its)
-    it_time = sum(e["t_end"] - e["t_start"] for e in its)
-    errs = [e for e in its if e.get("max_error") is not None]
-    last = its[-1]
-    return {
-        "iterations": len(its),
-        "mean_iteration_s": it_time / len(its),
-        "mean_compute_s": _mean([e["compute_s"] for e in its]),
-        "mean_comm_s": comm / len(its),
-        "goodput_bytes_per_s": grad / comm if comm > 0 else None,
-        "iteration_goodput_bytes_per_s": grad / it_time if it_time > 0 else None,
-        "gradient_bytes": grad,
-        "bytes_sent": sum(e["bytes_sent"] for e in its),
-        "bytes_received": sum(e["bytes_received"] for e in its),
-        "packets_sent": sum(e["packets_sent"] for e in its),
-        "retransmissions": sum(e["retransmissions"] for e in its),
-        "duplicate_results": sum(e.get("duplicate_results", 0) for e in its),
-        "loss_first": its[0].get("loss"), "loss_last": last.get("loss"),
-        "accuracy_first": its[0].get("accuracy"), "accuracy_last": last.get("accuracy"),
-        "max_error": max((e["max_error"] for e in errs), default=None),
-        "within_bound": all(e["max_error"] <= e["error_bound"] for e in errs) if errs else None,
-        "error": next((e.get("error") for e in events if e.get("event") == "worker_error"), None),
-    }
-
-
-def summarize_job(per_worker: dict[str, list[dict]], dilation: float = 1.0) -> dict:
-    """The job's summary: per-worker summaries, BSP iteration times (the slowest worker's
-    end minus the earliest start of that iteration), goodput, accuracy curve; times also
-    in real-world seconds and rates in real-world bytes/s (time dilation s)."""
-    workers = {w: summarize_worker(ev) for w, ev in per_worker.items()}
-    by_it: dict[int, list[dict]] = {}
-    for ev in per_worker.values():
-        for e in iterations(ev):
-            by_it.setdefault(e["iteration"], []).append(e)
-    n = len(per_worker)
-    complete = sorted(i for i, es in by_it.items() if len(es) == n)
-    job_its = []
-    for i in complete:
-        es = by_it[i]
-        t = max(e["t_end"] for e in es) - min(e["t_start"] for e in es)
-        job_its.append({"iteration": i, "time_s": t,
-                        "max_compute_s": max(e["compute_s"] for e in es),
-                        "max_comm_s": max(e["comm_s"] for e in es),
-                        "retransmissions": sum(e["retransmissions"] for e in es),
-                        "accuracy": es[0].get("accuracy"), "loss": es[0].get("loss"),
-                        "t_end": max(e["t_end"] for e in es)})
-    good = [w["goodput_bytes_per_s"] for w in workers.values() if w.get("goodput_bytes_per_s")]
-    start = next((e for ev in per_worker.values() for e in ev if e.get("event") == "worker_start"), {})
-    mean_it = _mean([j["time_s"] for j in job_its])
-    s = float(dilation)
-    out = {
-        "workers": workers,
-        "iterations_completed": len(complete),
-        "iteration_time_s": {"mean": mean_it,
-                             "min": min((j["time_s"] for j in job_its), default=None),
-                             "max": max((j["time_s"] for j in job_its), default=None)},
-        "goodput_bytes_per_s_per_worker": {"mean": _mean(good), "min": min(good, default=None)},
-        "retransmissions": sum(w.get("retransmissions", 0) for w in workers.values()),
-        "packets_sent": sum(w.get("packets_sent", 0) for w in workers.values()),
-        "accuracy_initial": start.get("accuracy_initial"), "loss_initial": start.get("loss_initial"),
-        "accuracy": [j["accuracy"] for j in job_its],
-        "loss": [j["loss"] for j in job_its],
-        "per_iteration": job_its,
-        "within_quantization_bound": _all_known(w.get("within_bound") for w in workers.values()),
-        "max_error": max((w["max_error"] for w in workers.values() if w.get("max_error") is not None),
-                         default=None),
-        "time_dilation": s,
-        "real": {"mean_iteration_s": mean_it / s if mean_it is not None else None,
-                 "goodput_mbps_per_worker": _mean(good) * 8 * s / 1e6 if good else None},
-    }
-    out["retransmission_rate"] = out["retransmissions"] / out["packets_sent"] if out["packets_sent"] else None
-    return out
-
-
-def _all_known(vals):
-    vals = [v for v in vals if v is not None]
-    return all(vals) if vals else None
