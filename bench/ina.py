@@ -6,8 +6,9 @@ One softswitch running p4/aggregation.p4 (-DAGG_K=k) with 4 worker hosts in Mini
 each link shaped with htb to the step's rate in both directions. At each step the 4 real
 worker processes (workers/worker.py with ina's communicator, synthetic gradients sized for about --seconds of
 transfer at the link's payload rate) run BSP iterations; goodput per worker is useful
-gradient bytes / communication time (first send -> last result), the first iteration
-left out (the retransmission timer learns the RTT there). It is compared with the link's
+gradient bytes / communication time (first send -> last result) of the slowest worker,
+the first iteration left out (analysis/measure.py's row: goodput_min_mbps; the
+retransmission timer learns the RTT there). It is compared with the link's
 payload capacity: rate x 4k / frame bytes (frame = Ethernet + IPv4 + UDP + 16-byte header
 + 4k bytes; the same values come back down as results at the same size, so one direction
 bounds it).
@@ -164,6 +165,7 @@ class Bench:
 
     def step(self, rate: float, seconds: float, iterations: int) -> dict:
         from testbed.counters import cpu_seconds
+        from analysis.measure import run_metrics
         from workers.events import read_events
         from dataclasses import asdict
 
@@ -216,15 +218,14 @@ class Bench:
         errs = [e["error"] for h in hosts for e in ev[h] if e["event"] == "worker_error"]
         if errs:
             raise RuntimeError(f"at {rate:g} Mbps a worker failed: {errs[0]} (logs in {sdir})")
-        its = {h: [e for e in ev[h] if e["event"] == "iteration_end"] for h in hosts}
-        steady = {h: (v[1:] if len(v) > 1 else v) for h, v in its.items()}
-        good = [sum(e["gradient_bytes"] for e in v) / sum(e["comm_s"] for e in v) for v in steady.values()]
-        pkts = sum(e["packets_sent"] for v in its.values() for e in v)
-        retx = sum(e["retransmissions"] for v in its.values() for e in v)
+        # the one measurement pipeline: goodput over the steady iterations (the first left out)
+        m = run_metrics(ev)
+        good_min, good_mean = ((m[k] or 0.0) * 1e6 / 8 for k in ("goodput_min_mbps", "goodput_mbps"))
+        pkts, retx = m["packets_sent"], m["retransmissions"]
         cap = payload_capacity(rate, self.k)
-        return {"rate_mbps": rate, "parameters": n, "goodput_Bps": min(good),
-                "goodput_mean_Bps": sum(good) / len(good), "capacity_Bps": cap,
-                "ratio": min(good) / cap, "packets": pkts, "retransmissions": retx,
+        return {"rate_mbps": rate, "parameters": n, "goodput_Bps": good_min,
+                "goodput_mean_Bps": good_mean, "capacity_Bps": cap,
+                "ratio": good_min / cap, "packets": pkts, "retransmissions": retx,
                 "switch_cpu": (sw1 - sw0) / wall, "switch_cpu_s": sw1 - sw0, "wall_s": wall,
                 "cpu_us_per_pkt": 1e6 * (sw1 - sw0) / pkts if pkts else None,
                 "switch_wait": (wait1 - wait0) / wall if wait0 is not None and wait1 is not None else 0.0,
@@ -272,6 +273,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rto-margin-ms", type=float, default=100.0,
                     help="the workers' timeout is at least SRTT + this (docs/ina.md)")
     a = ap.parse_args(argv)
+    if a.iterations < 2:
+        raise SystemExit("error: --iterations must be >= 2 (the first one is warm-up)")
     if os.geteuid() != 0:
         raise SystemExit("error: `run.py bench ina` needs root (Mininet): run it as root")
     rates = sorted(float(r) for r in a.rates.split(","))

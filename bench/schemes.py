@@ -11,10 +11,11 @@ switches' packet rate below what they carry; every figure is reported back in re
 seconds. ps runs its server in the first datacenter (co-located with a worker, as MXNet
 is usually deployed); hier-ps's global server too; INA uses k = 64 values per packet.
 
-Per bandwidth and scheme: time per iteration and communication time per iteration
-(analysis/speedup.py: mean over iterations after the first), and speedup over ps.
+Per bandwidth and scheme, from each run's row (analysis/measure.py, the first iteration
+left out as everywhere): time per iteration, communication time per iteration, bytes the
+workers sent and WAN bytes per iteration, and speedup over ps (analysis/speedup.py).
 Bound ratios at the middle bandwidth, S = 4 x parameters bytes, B = WAN rate:
-  ps   measured comm / (4 S / B): the 4 workers of a remote datacenter must push their
+  ps   measured comm (comm_time_mean_s) / (4 S / B): the 4 workers of a remote datacenter must push their
        S bytes each over that datacenter's WAN link into the server's datacenter
   ina  measured comm of geo-ina / (S / B): at least one gradient-sized partial sum must
        cross a WAN link (the issue's INA bound; flat ina, which sends every remote
@@ -25,13 +26,13 @@ schemes: speedup_geo_ina_vs_ps=... speedup_ring_vs_ps=... bound_ratio_ps=... bou
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from analysis.speedup import comm_time_per_iteration, speedup_table, time_per_iteration
+from analysis.rundata import RunData
+from analysis.speedup import speedup_table
 
 PREFIX = "bs"
 SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
@@ -53,27 +54,25 @@ def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dil
 
 
 def run_one(scn: dict, workdir: Path, out: Path) -> dict:
+    """One run; its row (RunData.metrics) with the run's warnings and folder added."""
     from testbed.lifecycle import RunOptions, run_scenario
     path = workdir / f"{scn['name']}.yaml"
     path.write_text(yaml.safe_dump(scn))
     (d,) = run_scenario(RunOptions(str(path), [], str(out), prefix=PREFIX, show_progress=False,
                                    timeout_s=900), log=lambda *a, **k: None)
-    summary = json.loads((d / "summary.json").read_text())
-    if not summary["complete"]:
-        raise RuntimeError(f"{scn['name']}: run incomplete ({summary['reason']}); see {d}")
-    app = summary["app"]
-    app["_warnings"] = summary.get("warnings") or []
-    app["_dir"] = str(d)
-    return app
+    run = RunData.load(d)
+    if not run.summary.get("complete"):
+        raise RuntimeError(f"{scn['name']}: run incomplete ({run.summary.get('reason')}); see {d}")
+    return dict(run.metrics(), _warnings=run.summary.get("warnings") or [], _dir=str(d))
 
 
-def bound_ratios(apps: dict, parameters: int, wan_mbps: float) -> dict:
+def bound_ratios(rows: dict, parameters: int, wan_mbps: float) -> dict:
     s_bits = 4 * parameters * 8
     out = {}
-    if "ps" in apps:
-        out["ps"] = comm_time_per_iteration(apps["ps"]) / (WORKERS_PER_DC * s_bits / (wan_mbps * 1e6))
-    if "geo-ina" in apps:
-        out["ina"] = comm_time_per_iteration(apps["geo-ina"]) / (s_bits / (wan_mbps * 1e6))
+    if rows.get("ps", {}).get("comm_time_mean_s") is not None:
+        out["ps"] = rows["ps"]["comm_time_mean_s"] / (WORKERS_PER_DC * s_bits / (wan_mbps * 1e6))
+    if rows.get("geo-ina", {}).get("comm_time_mean_s") is not None:
+        out["ina"] = rows["geo-ina"]["comm_time_mean_s"] / (s_bits / (wan_mbps * 1e6))
     return out
 
 
@@ -102,21 +101,22 @@ def main(argv=None) -> int:
         for bw in bws:
             results[bw] = {}
             for s in schemes:
-                app = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation), Path(tmp), out)
-                results[bw][s] = app
-                print(f"  {bw:g} Mbps {s}: {_f(time_per_iteration(app))} s/iteration "
-                      f"({len(app['_warnings'])} warning(s))", flush=True)
+                row = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation), Path(tmp), out)
+                results[bw][s] = row
+                print(f"  {bw:g} Mbps {s}: {_f(row['iteration_time_mean_s'])} s/iteration "
+                      f"({len(row['_warnings'])} warning(s))", flush=True)
     print(f"\n{a.parameters} float32 parameters ({4 * a.parameters / 1e6:.2f} MB) per worker, "
           f"3 DC x {WORKERS_PER_DC} workers, time dilation {a.dilation:g}, real-world seconds")
-    print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'comm s':>8} {'MB/iter':>8} "
+    print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'comm s':>8} {'MB/iter':>8} {'WAN MB':>8} "
           f"{'speedup':>8}  switch-limited")
-    for bw, apps in results.items():
-        for row in speedup_table(apps, "ps"):
-            app = apps[row["scheme"]]
-            limited = any("limited" in w for w in app["_warnings"])
-            print(f"{bw:>8g} {row['scheme']:>8} {_f(row['time_per_iteration_s']):>8} "
-                  f"{_f(row['comm_per_iteration_s']):>8} {_f((row['bytes_per_iteration'] or 0) / 1e6, 2):>8} "
-                  f"{_f(row['speedup_iteration'], 2):>8}  {'yes' if limited else 'no'}")
+    mb = lambda v: _f(None if v is None else v / 1e6, 2)
+    for bw, rows in results.items():
+        for line in speedup_table(rows, "ps"):
+            limited = any("limited" in w for w in rows[line["scheme"]]["_warnings"])
+            print(f"{bw:>8g} {line['scheme']:>8} {_f(line['time_per_iteration_s']):>8} "
+                  f"{_f(line['comm_per_iteration_s']):>8} {mb(line['bytes_sent_per_iteration']):>8} "
+                  f"{mb(line['wan_bytes_per_iteration']):>8} "
+                  f"{_f(line['speedup_iteration'], 2):>8}  {'yes' if limited else 'no'}")
     mid = bws[len(bws) // 2]
     table = {r["scheme"]: r for r in speedup_table(results[mid], "ps")}
     b = bound_ratios(results[mid], a.parameters, mid)

@@ -1,10 +1,12 @@
-"""Event logs: JSON lines with monotonic timestamps, torn lines, summaries against hand sums."""
+"""Event logs: JSON lines with monotonic timestamps, torn lines; what they measure against
+hand sums (analysis/measure.py, the one pipeline)."""
 import json
 
 import numpy as np
 import pytest
 
-from workers.events import EventLog, read_events, summarize_job, summarize_worker
+from analysis.measure import run_metrics, worker_table
+from workers.events import EventLog, read_events
 
 
 def it_end(i, t0, compute, comm, grad=4000, retx=0, acc=None, err=None, bound=None, sent=10):
@@ -40,35 +42,38 @@ def test_torn_last_line_and_missing_file_are_tolerated(tmp_path):
     assert read_events(tmp_path / "missing.jsonl") == []
 
 
-def test_worker_summary_goodput_and_bounds():
-    ev = [it_end(0, 0.0, 0.1, 0.4, retx=2, acc=0.2, err=1e-6, bound=1e-5),
-          it_end(1, 1.0, 0.1, 0.6, retx=1, acc=0.5, err=2e-6, bound=1e-5)]
-    s = summarize_worker(ev)
-    assert s["iterations"] == 2
-    assert s["goodput_bytes_per_s"] == pytest.approx(8000 / 1.0)
-    assert s["iteration_goodput_bytes_per_s"] == pytest.approx(8000 / 1.2)
-    assert s["mean_iteration_s"] == pytest.approx(0.6)
-    assert s["retransmissions"] == 3 and s["accuracy_last"] == 0.5 and s["max_error"] == 2e-6
-    assert s["within_bound"] is True
-    bad = summarize_worker([it_end(0, 0, 0.1, 0.1, err=1e-3, bound=1e-5)])
-    assert bad["within_bound"] is False
+# iterations from 1: iteration 0 is warm-up, left out of steady-state statistics
+
+def test_worker_goodput_and_bounds():
+    ev = [it_end(1, 0.0, 0.1, 0.4, retx=2, acc=0.2, err=1e-6, bound=1e-5),
+          it_end(2, 1.0, 0.1, 0.6, retx=1, acc=0.5, err=2e-6, bound=1e-5)]
+    w = worker_table({"a": ev})["a"]
+    assert w["iterations"] == 2
+    assert w["goodput_mbps"] == pytest.approx(8 * 8000 / 1.0 / 1e6)
+    assert w["iteration_time_mean_s"] == pytest.approx(0.6)
+    assert w["retransmissions"] == 3
+    m = run_metrics({"a": ev})
+    assert m["retransmissions"] == 3 and m["final_accuracy"] == 0.5 and m["max_error"] == 2e-6
+    assert m["within_quantization_bound"] is True
+    # job goodput: useful bytes over the steady span, gaps included (0.0 -> 1.7)
+    assert m["job_goodput_mbps"] == pytest.approx(8 * 8000 / 1.7 / 1e6)
+    bad = run_metrics({"a": [it_end(1, 0, 0.1, 0.1, err=1e-3, bound=1e-5)]})
+    assert bad["within_quantization_bound"] is False
 
 
 def test_worker_without_iterations_reports_its_error():
-    s = summarize_worker([{"event": "worker_error", "t": 1, "error": "no route"}])
-    assert s == {"iterations": 0, "error": "no route"}
+    w = worker_table({"a": [{"event": "worker_error", "t": 1, "error": "no route"}]})["a"]
+    assert w["iterations"] == 0 and w["error"] == "no route"
 
 
-def test_job_summary_uses_the_slowest_worker_and_converts_to_real_time():
+def test_job_uses_the_slowest_worker_and_converts_to_real_time():
     per = {"a": [{"event": "worker_start", "t": 0, "accuracy_initial": 0.1, "loss_initial": 2.0},
-                 it_end(0, 0.0, 0.1, 0.3, acc=0.3), it_end(1, 0.5, 0.1, 0.3, acc=0.6)],
-           "b": [it_end(0, 0.1, 0.2, 0.3, acc=0.3)]}          # b did not finish iteration 1
-    s = summarize_job(per, dilation=4.0)
-    assert s["iterations_completed"] == 1
-    assert s["iteration_time_s"]["mean"] == pytest.approx(0.6)    # 0.0 -> 0.6 (b's end)
-    assert s["real"]["mean_iteration_s"] == pytest.approx(0.15)
-    assert s["accuracy"] == [0.3] and s["accuracy_initial"] == 0.1
+                 it_end(1, 0.0, 0.1, 0.3, acc=0.3), it_end(2, 0.5, 0.1, 0.3, acc=0.6)],
+           "b": [it_end(1, 0.1, 0.2, 0.3, acc=0.3)]}          # b did not finish iteration 2
+    s = run_metrics(per, dilation=4.0)
+    assert s["iterations"] == 1
+    assert s["iteration_time_mean_s"] == pytest.approx(0.6 / 4)   # 0.0 -> 0.6 (b's end), real
+    assert s["final_accuracy"] == 0.3 and s["accuracy_initial"] == 0.1
     g = 4000 / 0.3   # both workers: 4000 bytes per 0.3 s of communication (a: 8000 / 0.6)
-    assert s["goodput_bytes_per_s_per_worker"]["mean"] == pytest.approx(g)
-    assert s["real"]["goodput_mbps_per_worker"] == pytest.approx(g * 8 * 4 / 1e6)
+    assert s["goodput_mbps"] == pytest.approx(g * 8 * 4 / 1e6)
     assert s["retransmission_rate"] == 0.0
