@@ -70,6 +70,7 @@ Speedup is not a column: it compares two rows (analysis/speedup.py).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -95,10 +96,11 @@ def steady(iteration: int) -> bool:
 
 
 def records(events: Mapping[str, Sequence[dict]]) -> list[M.IterationRecord]:
-    """Every worker's iteration records (analysis/metrics.iteration_records), start order."""
+    """Every worker's iteration records (analysis/metrics.iteration_records), start order;
+    the key of `events` names the worker (its log file), whatever the lines say."""
     out = []
     for w, ev in events.items():
-        out += M.iteration_records(ev, worker=w)
+        out += [r if r.worker == w else replace(r, worker=w) for r in M.iteration_records(ev, worker=w)]
     out.sort(key=lambda r: (r.t_start, r.worker))
     return out
 

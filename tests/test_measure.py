@@ -276,3 +276,12 @@ def test_no_second_definition_of_a_metric_remains():
             list((REPO / "testbed").glob("*.py")):
         text = p.read_text()
         assert "summarize_job" not in text and '["app"]["per_iteration"]' not in text, p
+
+
+def test_the_log_names_the_worker():
+    """Events keyed by log file: a line's own `worker` field (or its absence) changes nothing."""
+    ev = two_workers()
+    renamed = {"a": [dict(e, worker="x") for e in ev["w0"]], "b": [{k: v for k, v in e.items() if k != "worker"}
+                                                                 for e in ev["w1"]]}
+    assert run_metrics(renamed) == run_metrics(ev)
+    assert set(worker_table(renamed)) == {"a", "b"} and worker_table(renamed)["a"]["iterations"] == 4

@@ -279,6 +279,13 @@ axes: {scheme: [ps, ring]}
     for r in rows:
         assert r["iterations"] == "2" and float(r["iteration_time_mean_s"]) > 0.09   # RTT 91 ms at least
         assert float(r["wan_bytes_per_iteration"]) > 4096 * 4      # the gradient crossed the WAN
+        # the table's row is the one the run wrote into its summary.json (one pipeline)
+        m = json.loads((folder / r["run_dir"] / "summary.json").read_text())["metrics"]
+        for k, v in m.items():
+            if isinstance(v, float):
+                assert float(r[k]) == pytest.approx(v, rel=1e-5), k
+            elif v is not None:
+                assert r[k] == str(v), k
 
 
 def test_eta_is_mean_time_of_points_run_this_session_times_points_left(monkeypatch):
