@@ -285,3 +285,22 @@ def test_the_log_names_the_worker():
                                                                  for e in ev["w1"]]}
     assert run_metrics(renamed) == run_metrics(ev)
     assert set(worker_table(renamed)) == {"a", "b"} and worker_table(renamed)["a"]["iterations"] == 4
+
+
+def test_summary_sections_of_an_interrupted_run_folder(tmp_path):
+    """What testbed/lifecycle.py adds to summary.json when a run was cut short: a torn log,
+    a worker with no iteration, no counters, a scenario that no longer loads."""
+    from analysis.rundata import summary_sections
+    d = tmp_path / "run"
+    (d / "events").mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"time_dilation": 2.0}))
+    lines = [json.dumps(e) for e in two_workers(scale=2.0)["w0"]]
+    (d / "events" / "w0.jsonl").write_text("\n".join(lines) + "\n" + lines[-1][:10])
+    (d / "events" / "w1.jsonl").write_text(json.dumps({"event": "worker_start", "t": 1.0}) + "\n")
+    out = summary_sections(d, {"complete": False, "reason": "interrupted", "time_dilation": 2.0})
+    m = out["metrics"]
+    assert m["complete"] is False and m["time_dilation"] == 2.0 and m["iterations"] == 0
+    assert m["iteration_time_mean_s"] is None and m["wan_bytes_per_iteration"] is None
+    assert out["per_iteration"] == [] and out["workers"]["w0"]["iterations"] == 4
+    assert out["workers"]["w0"]["goodput_mbps"] == pytest.approx(8 * 2000 / 1.9 / 1e6)
+    json.dumps(out, allow_nan=False)
