@@ -7,7 +7,7 @@ Two modes, chosen once per run and recorded in the manifest:
   delay line, then htb in the kernel).
 - ``userspace``: no netem (the case on the testbed machines). Bandwidth stays htb in the
   kernel; delay, jitter and loss are applied by the softswitch on its egress ports
-  (its ``link_emu`` option, ``{port: dict(delay_ms, jitter_ms, loss_pct, seed)}``).
+  (its ``link_emu`` option, ``{port: dict(delay_ms, jitter_ms, loss_pct, seed, limit)}``).
   * switch-switch links (uplink, wan): each switch applies the full one-way delay, jitter
     and loss on its egress into the link, so each direction is emulated exactly.
   * host-switch links (access): a host has no softswitch, so the host->switch direction
