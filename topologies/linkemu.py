@@ -169,9 +169,9 @@ def delay_line_limit(rate_mbps: float | None, delay_ms: float, jitter_ms: float 
     it (queue_bytes), counted in frames of ``min_frame`` bytes. Pass the link's highest rate
     (peak_rate_mbps): the limit is set once, rate changes only touch htb.
 
-    netem's limit counts packets: those in its delay line until Linux commit 4185701fcce6
-    (2026, backported to stable kernels), since then also those queued in its child qdisc;
-    this limit is enough for both. A frame it would refuse is one the byte queue behind the
+    netem's limit counts packets: those in its delay line, and in some kernel versions also
+    those queued in its child qdisc (not checked here: this kernel has no netem); this
+    limit is enough for both readings. A frame it would refuse is one the byte queue behind the
     line would drop anyway (that queue takes at most queue_bytes + rate x delay bytes in any
     window as long as the delay), so what is queued is bounded in bytes by the bfifo alone,
     the same for small frames and MTU frames."""
