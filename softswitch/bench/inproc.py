@@ -21,9 +21,9 @@ import struct
 import sys
 import time
 
-from .switch import Switch
+from softswitch.target.switch import Switch
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FORWARD_P4 = os.path.join(REPO_ROOT, "p4", "forward.p4")
 AGG_BENCH_P4 = os.path.join(REPO_ROOT, "softswitch", "tests", "programs", "agg_bench.p4")
 AGG_UDP_PORT = 48879
@@ -38,10 +38,12 @@ def ipv4_checksum(h: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def udp_frame(dst_ip: bytes, src_ip: bytes, dport: int, payload: bytes) -> bytes:
-    eth = bytes.fromhex("020000000101") + bytes.fromhex("020000000102") + b"\x08\x00"
-    udp = struct.pack("!HHHH", 40000, dport, 8 + len(payload), 0)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), 1, 0, 64, 17, 0, src_ip, dst_ip)
+def udp_frame(dst_ip: bytes, src_ip: bytes, dport: int, payload: bytes, dst_mac: str = "02:00:00:00:01:01",
+              src_mac: str = "02:00:00:00:01:02", sport: int = 40000, ident: int = 1) -> bytes:
+    """Ethernet/IPv4/UDP frame (IPv4 checksum set, UDP checksum 0)."""
+    eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(src_mac.replace(":", "")) + b"\x08\x00"
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), ident, 0, 64, 17, 0, src_ip, dst_ip)
     ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
     return eth + ip + udp + payload
 
@@ -68,7 +70,7 @@ def agg_packets(k: int):
 def _switch(program, defines, commands):
     sw = Switch.from_file(program, defines)
     if commands:
-        from .runtime import RuntimeAPI
+        from softswitch.control.commands import RuntimeAPI
         api = RuntimeAPI(sw.state)
         for c in commands:
             reply = api.execute(c)

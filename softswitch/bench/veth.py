@@ -2,7 +2,7 @@
 
 Measures, in one run on this machine:
 1. packets/s in-process (no sockets) for forward.p4 and the aggregation program at k=32
-   and k=64 (softswitch.bench_inproc.measure_inproc);
+   and k=64 (softswitch.bench.inproc.measure_inproc);
 2. packets/s through veth pairs between namespaces: a generator in namespace <p>g blasts
    prebuilt frames with AF_PACKET into the switch's port 1, the switch (root namespace)
    forwards them out of port 2 into namespace <p>k, where the sink interface's receive
@@ -30,9 +30,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from softswitch.ports import ETH_P_ALL, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET
+from softswitch.bench.workloads import (Workload, agg_frame_source, aggregation_workload, forward_workload,
+                                        measure_workload_inproc)
+from softswitch.dataplane.ports import ETH_P_ALL, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # The generator and the element under test each get a CPU of their own: left to the
@@ -57,27 +59,6 @@ def _raw_socket(ifname: str) -> socket.socket:
     s.bind((ifname, ETH_P_ALL))
     s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
     return s
-
-
-AGG_SLOT_OFFSET = 14 + 20 + 8 + 2   # Ethernet + IPv4 + UDP + job, flags: shadow|slot, then gen
-
-
-def agg_frame_source(templates: list[bytes]):
-    """Aggregation frames with ever-increasing generations: the i-th frame uses slot
-    i mod S at generation i // S + 1, so every frame is a fresh contribution however many
-    the switch's socket drops under overload (cycling prebuilt frames would turn into
-    stale-generation drops after the first round)."""
-    slots = len(templates)
-    heads = [t[:AGG_SLOT_OFFSET] for t in templates]
-    tails = [t[AGG_SLOT_OFFSET + 6:] for t in templates]
-    i = 0
-
-    def next_frame():
-        nonlocal i
-        slot, gen = i % slots, i // slots + 1
-        i += 1
-        return heads[slot] + (((gen & 1) << 15) | slot).to_bytes(2, "big") + gen.to_bytes(4, "big") + tails[slot]
-    return next_frame
 
 
 def run_generator(ifname: str, frames_path: str, seconds: float, agg: bool = False) -> None:
@@ -257,57 +238,8 @@ def measure_veth_rate(bed: VethBed, frames: list[bytes], warmup: float, window: 
 
 # --- what runs in the middle -------------------------------------------------------------------
 
-@dataclass
-class Workload:
-    name: str
-    program: str
-    defines: dict
-    commands: list[str]     # simple_switch_CLI commands that make port 1 -> port 2 traffic flow
-    frames: list[bytes]     # frames the generator sends into port 1
-    fresh_generations: bool = False   # aggregation: the generator rewrites slot/generation
-
-
-def forward_workload() -> Workload:
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-    frames = [bytes(Ether(src="02:00:00:00:01:01", dst="02:00:00:00:00:01") /
-                    IP(src="10.0.1.1", dst="10.0.2.2", ttl=64) / UDP(sport=5000 + i, dport=6000) /
-                    bytes(18)) for i in range(16)]
-    return Workload("fwd", os.path.join(REPO_ROOT, "p4", "forward.p4"), {},
-                    ["table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.2.2/32 => 02:00:00:00:02:02 2"],
-                    frames)
-
-
-AGG_ADDR = "10.0.100.1"
-
-
-def aggregation_workload(k: int, slots: int = 64) -> Workload:
-    """One root aggregation point with fan-in 1 behind port 1, results multicast to port 2.
-
-    Fan-in 1 makes every contribution complete its slot, so each frame takes the whole
-    aggregation path (slot state read, k registers read-add-written, bitmap and counter
-    updated, multicast, egress rewrite) and yields one output the sink counts, even when
-    the switch's socket drops part of the offered load.
-    """
-    from workers.agg_packet import DATA, encode, udp_frame
-    templates = [udp_frame("02:00:00:00:01:01", "02:00:00:00:00:01", "10.0.1.1", AGG_ADDR,
-                           encode(job=1, flags=DATA, slot=s, gen=1, offset=s * k, sender=0, fan_in=1,
-                                  exponent=0, values=list(range(s, s + k))))
-                 for s in range(slots)]
-    commands = [
-        f"table_add MyIngress.agg_points MyIngress.agg_point 1 {AGG_ADDR} => 1 0 {slots} 1 1 0 0 0",
-        "mc_mgrp_create 1",
-        "mc_node_create 0 2",
-        "mc_node_associate 1 0",
-        "table_add MyEgress.agg_children MyEgress.set_child 0 => 10.0.2.2 02:00:00:00:02:02",
-    ]
-    defines = {"AGG_K": str(k)} if k != 32 else {}
-    return Workload(f"agg{k}", os.path.join(REPO_ROOT, "p4", "aggregation.p4"), defines, commands,
-                    templates, fresh_generations=True)
-
-
 def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: str | None = None):
-    from softswitch.client import RuntimeCommandError, SoftswitchClient
+    from softswitch.control.client import RuntimeCommandError, SoftswitchClient
     from softswitch.node import free_tcp_port, log_tail, port_accepts
     port = free_tcp_port()
     cmd = [sys.executable, "-m", "softswitch", wl.program, "-i", f"1@{bed.sw_in}", "-i", f"2@{bed.sw_out}",
@@ -372,44 +304,8 @@ def print_profile(name: str, path: str, top: int = 15) -> None:
              "(cProfile inflates call overhead; read the shares):\n" + out.getvalue())
 
 
-def measure_workload_inproc(wl: Workload, seconds: float = 1.0) -> float:
-    """pps of a veth workload's own program and frames with no sockets, so that its veth
-    rate can be compared with the same pipeline's in-process rate."""
-    from softswitch.runtime import RuntimeAPI
-    from softswitch.switch import Switch
-    sw = Switch.from_file(wl.program, defines=wl.defines)
-    api = RuntimeAPI(sw.state)
-    for c in wl.commands:
-        reply = api.execute(c)
-        if reply.startswith("Error"):
-            raise RuntimeError(f"{wl.name}: switch refused {c!r}: {reply}")
-    if wl.fresh_generations:
-        source = agg_frame_source(wl.frames)
-    else:
-        frames, i = wl.frames, [0]
-
-        def source():
-            i[0] += 1
-            return frames[i[0] % len(frames)]
-    process = sw.process
-    best, now = 0.0, 0
-    for _ in range(3):   # best of three: a neighbour's burst on the shared machine is not the switch
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds / 3
-        while True:
-            for _ in range(256):
-                now += 1
-                process(1, source(), now)
-            n += 256
-            t = time.perf_counter()
-            if t >= end:
-                break
-        best = max(best, n / (t - t0))
-    return best
-
-
 def measure_inproc() -> dict[str, float]:
-    from softswitch.bench_inproc import measure_inproc as inproc
+    from softswitch.bench.inproc import measure_inproc as inproc
     return inproc()
 
 

@@ -21,9 +21,9 @@ requests, digests. Registers' value lists are cached in locals at function entry
 """
 from __future__ import annotations
 
-from . import p4ast as A
-from .codegen_expr import CodegenError, ExprGen
-from .codegen_types import default_value, is_aggregate, width_of, is_signed
+import softswitch.frontend.p4ast as A
+from softswitch.compiler.codegen_expr import CodegenError, ExprGen
+from softswitch.compiler.codegen_types import default_value, is_aggregate, width_of, is_signed
 
 
 class FnGen(ExprGen):

@@ -11,9 +11,9 @@ Shifts by a run-time amount are guarded so a huge amount cannot build a huge int
 """
 from __future__ import annotations
 
-from . import p4ast as A
-from .codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
-from .p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
+import softswitch.frontend.p4ast as A
+from softswitch.compiler.codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
+from softswitch.frontend.p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
 
 
 def mask(w: int) -> str:

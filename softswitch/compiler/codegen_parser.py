@@ -20,10 +20,10 @@ ParserTimeout instead of a hang.
 """
 from __future__ import annotations
 
-from . import p4ast as A
-from .codegen_control import FnGen
-from .codegen_expr import CodegenError, const_wrap
-from .codegen_types import class_name, width_of, is_signed
+import softswitch.frontend.p4ast as A
+from softswitch.compiler.codegen_control import FnGen
+from softswitch.compiler.codegen_expr import CodegenError, const_wrap
+from softswitch.compiler.codegen_types import class_name, width_of, is_signed
 
 MAX_STATE_VISITS = 1000
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import struct
 
-from . import p4ast as A
-from .errors import P4Error
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.errors import P4Error
 
 
 class CodegenError(P4Error):

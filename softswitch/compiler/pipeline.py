@@ -19,14 +19,15 @@ import linecache
 import sys
 from dataclasses import dataclass, field
 
-from . import p4ast as A
-from . import state as S
-from .codegen_control import gen_action, gen_control, gen_function, gen_locals_class
-from .codegen_expr import CodegenError
-from .errors import P4Error
-from .codegen_parser import DeparserGen, ParserGen
-from .codegen_types import RUNTIME_NAMES as TYPE_RUNTIME, class_name, gen_type_classes, is_signed, width_of
-from .v1model import RUNTIME_NAMES as V1_RUNTIME, V1Gen
+import softswitch.frontend.p4ast as A
+import softswitch.runtime.state as S
+from softswitch.compiler.codegen_control import gen_action, gen_control, gen_function, gen_locals_class
+from softswitch.compiler.codegen_expr import CodegenError
+from softswitch.frontend.errors import P4Error
+from softswitch.compiler.codegen_parser import DeparserGen, ParserGen
+from softswitch.compiler.codegen_types import RUNTIME_NAMES as TYPE_RUNTIME, class_name, gen_type_classes, is_signed, width_of
+from softswitch.compiler.codegen_v1model import V1Gen
+from softswitch.runtime.v1model import RUNTIME_NAMES as V1_RUNTIME
 
 SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
@@ -387,8 +388,8 @@ def _main_file(program) -> str:
 def main(argv=None):
     """python3 -m softswitch.compiler PROGRAM.p4 [-D NAME=VALUE]...: print the generated Python."""
     import argparse
-    from . import frontend
-    from .preprocess import parse_define_args
+    from softswitch import frontend
+    from softswitch.frontend.preprocess import parse_define_args
     ap = argparse.ArgumentParser(prog="python3 -m softswitch.compiler")
     ap.add_argument("program")
     ap.add_argument("-D", action="append", default=[], metavar="NAME=VALUE")

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .client import RuntimeConnectionError, SoftswitchClient, is_error
+from softswitch.control.client import CLI_PROMPT, RuntimeConnectionError, SoftswitchClient, is_error
 
-PROMPT = "RuntimeCmd: "
+PROMPT = CLI_PROMPT
 INTRO = "Control utility for runtime P4 table manipulation"
 
 

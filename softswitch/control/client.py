@@ -1,24 +1,25 @@
-"""Runtime clients: one interface for the softswitch and for BMv2.
+"""Runtime clients: one interface for every switch that speaks the simple_switch_CLI language.
 
-    client = SoftswitchClient(9090)            # or Bmv2Client(9090)
+    client = SoftswitchClient(9090)            # BMv2's: testbed.bmv2.Bmv2Client(9090)
     reply = client.execute("table_add ipv4_lpm ipv4_forward 10.0.0.1/32 => 00:00:00:00:00:01 1")
     handle = parse_handle(reply)
     client.execute_many([...], check=True)     # raises RuntimeCommandError on the first error reply
 
-Replies are simple_switch_CLI's texts on both backends, so the parse helpers
-below serve both. The control plane never needs to ask which backend runs.
+Replies are simple_switch_CLI's texts on the softswitch and on BMv2, so the parse
+helpers below serve both. The control plane never needs to ask which backend runs.
 """
 from __future__ import annotations
 
 import re
-import shutil
 import socket
-import subprocess
 from typing import NamedTuple
 
 # error replies: the softswitch's ("Error: ...") and simple_switch_CLI's forms
 _ERROR_RE = re.compile(r"^(Error:|Invalid [\w ]+ operation \(|Invalid match key:|Invalid runtime data:"
                        r"|\*\*\* Unknown syntax|Could not connect to thrift)", re.M)
+
+
+CLI_PROMPT = "RuntimeCmd: "   # simple_switch_CLI's prompt, before each command it reads
 
 
 class RuntimeCommandError(Exception):
@@ -132,40 +133,10 @@ class SoftswitchClient(RuntimeClient):
             self._buf.clear()
 
 
-class Bmv2Client(RuntimeClient):
-    """Runs ``simple_switch_CLI --thrift-port P`` with the commands on stdin
-    and splits its output at the ``RuntimeCmd: `` prompts."""
-
-    PROMPT = "RuntimeCmd: "
-
-    def __init__(self, thrift_port: int, cli: str = "simple_switch_CLI", timeout: float = 60.0,
-                 thrift_ip: str = "127.0.0.1"):
-        self.port, self.cli, self.timeout, self.thrift_ip = thrift_port, cli, timeout, thrift_ip
-
-    def _run(self, cmds):
-        exe = shutil.which(self.cli)
-        if exe is None:
-            raise RuntimeConnectionError(f"{self.cli} is not on PATH: install BMv2 (behavioral-model) "
-                                         f"or use the softswitch backend")
-        try:
-            proc = subprocess.run([exe, "--thrift-port", str(self.port), "--thrift-ip", self.thrift_ip],
-                                  input="".join(c + "\n" for c in cmds), capture_output=True,
-                                  text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            raise RuntimeConnectionError(f"{self.cli} on port {self.port} did not finish within "
-                                         f"{self.timeout}s") from None
-        if "Could not connect to thrift client" in proc.stdout or proc.returncode != 0 and \
-                self.PROMPT not in proc.stdout:
-            raise RuntimeConnectionError(
-                f"{self.cli} could not reach the switch on thrift port {self.port}: "
-                f"{(proc.stdout + proc.stderr).strip()[-300:]}")
-        return split_cli_output(proc.stdout, len(cmds))
-
-
 def split_cli_output(out: str, n: int) -> list[str]:
-    """simple_switch_CLI (cmd.Cmd) prints a prompt before reading each line:
-    the text between prompt i and prompt i+1 is the reply to command i."""
-    chunks = out.split(Bmv2Client.PROMPT)[1:]
+    """simple_switch_CLI (cmd.Cmd) prints a prompt before reading each line, and so does
+    softswitch.cli: the text between prompt i and prompt i+1 is the reply to command i."""
+    chunks = out.split(CLI_PROMPT)[1:]
     replies = [c[:-1] if c.endswith("\n") else c for c in chunks[:n]]
     if len(replies) < n:
         raise RuntimeConnectionError(f"simple_switch_CLI answered {len(replies)} of {n} commands; "

@@ -14,9 +14,9 @@ naming the problem. ``execute`` never raises.
 """
 from __future__ import annotations
 
-from .runtime_args import ArgError, CmdError, expect_min_args, expect_nargs, parse_int, parse_rate, port_map_str
-from .runtime_tables import TableCommands
-from .state import StateError, SwitchState, TableError
+from softswitch.control.arguments import ArgError, CmdError, expect_min_args, expect_nargs, parse_int, parse_rate, port_map_str
+from softswitch.control.table_commands import TableCommands
+from softswitch.runtime.state import StateError, SwitchState, TableError
 
 # error reply prefixes per command family, as simple_switch_CLI names them
 _OPERATION = {"mc": "PRE", "register": "register", "counter": "counter",

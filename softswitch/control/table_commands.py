@@ -3,9 +3,9 @@ table_add/modify/delete/set_default/dump/... and show_tables/show_actions.
 Reply texts follow bmv2's tools/runtime_CLI.py; see runtime.py."""
 from __future__ import annotations
 
-from .runtime_args import (ArgError, CmdError, expect_min_args, expect_nargs, colon_hex, match_to_dump, match_to_str,
+from softswitch.control.arguments import (ArgError, CmdError, expect_min_args, expect_nargs, colon_hex, match_to_dump, match_to_str,
                            parse_match_field, parse_value, plain_hex)
-from .state import TableError
+from softswitch.runtime.state import TableError
 
 
 class TableCommands:

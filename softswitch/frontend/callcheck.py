@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from lark import Tree
 
-from softswitch import p4ast as A
-from softswitch.p4types import Signature, TypeVar, bit_width, substitute, type_name
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.p4types import Signature, TypeVar, bit_width, substitute, type_name
 
 _LVALUE_KINDS = {"param", "local"}
 _TYPE_TREES = ("type_name", "bit_t", "int_t", "bit1_t", "bool_t", "varbit_t")

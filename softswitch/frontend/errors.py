@@ -6,7 +6,7 @@ the way compilers do, and never a Python traceback.
 """
 from __future__ import annotations
 
-from softswitch.p4ast import NOLOC, Loc
+from softswitch.frontend.p4ast import NOLOC, Loc
 
 UNSUPPORTED = "unsupported: "
 

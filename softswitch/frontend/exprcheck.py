@@ -11,8 +11,8 @@ import re
 
 from lark import Token
 
-from softswitch import p4ast as A
-from softswitch.p4types import TypeVar, bit_width, fold_binary, is_fixed_int, is_int, type_name, wrap
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.p4types import TypeVar, bit_width, fold_binary, is_fixed_int, is_int, type_name, wrap
 
 _NUMBER = re.compile(r"(?:(\d+)([ws])(-?))?(.*)", re.S)
 _ARITH = {"+", "-", "*", "/", "%", "|+|", "|-|"}

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from softswitch import p4ast as A
-
-
+import softswitch.frontend.p4ast as A
 class Sym:
     """What a name denotes in a scope: kind ('const', 'param', 'local', 'instance',
     'table', 'action', 'function', 'extern_function', 'parser', 'control',

@@ -2,7 +2,7 @@
 
     prog = load("basic.p4", defines={"N": "4"}, include_dirs=["include"])
 
-Every problem is raised as `softswitch.errors.P4Error` pointing at the
+Every problem is raised as `softswitch.frontend.errors.P4Error` pointing at the
 original file, line and column.
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from functools import lru_cache
 import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from softswitch import p4ast
-from softswitch.errors import P4Error
-from softswitch.preprocess import Source, preprocess
+import softswitch.frontend.p4ast as p4ast
+from softswitch.frontend.errors import P4Error
+from softswitch.frontend.preprocess import Source, preprocess
 
 GRAMMAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4.lark")
 
@@ -151,7 +151,7 @@ def parse(source: Source) -> lark.Tree:
 
 
 def load_source(source: Source) -> p4ast.Program:
-    from softswitch.typecheck import check_program  # late import: keeps parse() usable alone
+    from softswitch.frontend.typecheck import check_program  # late import: keeps parse() usable alone
     tree = parse(source)
     try:
         return check_program(tree, source)

@@ -13,8 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from softswitch.errors import P4Error
-from softswitch.p4ast import Loc
+from softswitch.frontend.errors import P4Error
+from softswitch.frontend.p4ast import Loc
 
 P4INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4include")
 MAX_INCLUDE_DEPTH = 40

@@ -4,9 +4,9 @@ A mixin of `typecheck.Checker`; block-local names live in nested scopes.
 """
 from __future__ import annotations
 
-from softswitch import p4ast as A
-from softswitch.exprcheck import is_const
-from softswitch.p4types import type_name
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.exprcheck import is_const
+from softswitch.frontend.p4types import type_name
 
 
 class StmtMixin:

@@ -15,8 +15,8 @@ A mixin of `typecheck.Checker`.
 """
 from __future__ import annotations
 
-from softswitch import p4ast as A
-from softswitch.p4types import Signature, Sym
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.p4types import Signature, Sym
 
 
 class SubControl:

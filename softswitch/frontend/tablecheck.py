@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from lark import Token, Tree
 
-from softswitch import p4ast as A
-from softswitch.exprcheck import is_const
-from softswitch.p4types import Sym, type_name
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.exprcheck import is_const
+from softswitch.frontend.p4types import Sym, type_name
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 IGNORED_TABLE_PROPERTIES = ("support_timeout",)

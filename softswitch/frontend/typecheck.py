@@ -10,15 +10,15 @@ import re
 
 from lark import Token, Tree
 
-from softswitch import p4ast as A
-from softswitch.errors import P4Error
-from softswitch.callcheck import CallMixin
-from softswitch.exprcheck import ExprMixin, is_const
-from softswitch.p4types import BlockTypeT, ExternInfo, Signature, Sym, TypeVar, type_name
-from softswitch.preprocess import Source
-from softswitch.stmtcheck import StmtMixin
-from softswitch.subcontrol import SubControlMixin
-from softswitch.tablecheck import TableMixin
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.errors import P4Error
+from softswitch.frontend.callcheck import CallMixin
+from softswitch.frontend.exprcheck import ExprMixin, is_const
+from softswitch.frontend.p4types import BlockTypeT, ExternInfo, Signature, Sym, TypeVar, type_name
+from softswitch.frontend.preprocess import Source
+from softswitch.frontend.stmtcheck import StmtMixin
+from softswitch.frontend.subcontrol import SubControlMixin
+from softswitch.frontend.tablecheck import TableMixin
 
 V1SWITCH_SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 V1SWITCH_ARITY = (4, 2, 3, 3, 2, 2)

@@ -26,7 +26,7 @@ Semantics follow BMv2's simple_switch:
 """
 from __future__ import annotations
 
-from .state_tables import ActionSpec, Entry, KeySpec, Table, TableError  # noqa: F401  (re-exported)
+from softswitch.runtime.state_tables import ActionSpec, Entry, KeySpec, Table, TableError  # noqa: F401  (re-exported)
 
 GREEN, YELLOW, RED = 0, 1, 2
 MAX_PORT = 511            # BMv2's drop port; real ports are below it

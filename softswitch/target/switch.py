@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 import time
 
-from . import compiler
-from .v1model import AssertFailed, Packet
+import softswitch.compiler.pipeline as compiler
+from softswitch.runtime.v1model import AssertFailed, Packet
 
 DROP_PORT = 511
 MAX_PACKET_BYTES = 65535
@@ -60,7 +60,7 @@ class Switch:
 
     @classmethod
     def from_file(cls, path, defines=None, device_id: int = 0, log=None, include_dirs=()):
-        from . import frontend
+        from softswitch import frontend
         return cls(frontend.load(str(path), defines, include_dirs), device_id=device_id, log=log)
 
     # ------------------------------------------------------------------ entry
