@@ -69,7 +69,7 @@ class RuntimeClient:
 
 
 class SoftswitchClient(RuntimeClient):
-    """TCP client for softswitch.server (framing documented there)."""
+    """TCP client for softswitch.control.server (framing documented there)."""
 
     def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0):
         self.port, self.host, self.timeout = port, host, timeout

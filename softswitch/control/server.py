@@ -3,7 +3,7 @@
 Protocol (line-oriented, UTF-8, on 127.0.0.1 only):
 
     request   one command per line, terminated by '\\n' ('\\r\\n' accepted),
-              in the simple_switch_CLI language (see runtime.py). A client
+              in the simple_switch_CLI language (see commands.py). A client
               may send many lines without waiting (pipelining).
     response  per request line, in order: a header line ``OK <n>\\n`` or
               ``ERR <n>\\n`` then exactly <n> bytes of UTF-8 reply text (the

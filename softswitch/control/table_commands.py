@@ -1,6 +1,6 @@
 """Table commands of the simple_switch_CLI language (a mixin of RuntimeAPI):
 table_add/modify/delete/set_default/dump/... and show_tables/show_actions.
-Reply texts follow bmv2's tools/runtime_CLI.py; see runtime.py."""
+Reply texts follow bmv2's tools/runtime_CLI.py; see commands.py."""
 from __future__ import annotations
 
 from softswitch.control.arguments import (ArgError, CmdError, expect_min_args, expect_nargs, colon_hex, match_to_dump, match_to_str,

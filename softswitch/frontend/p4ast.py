@@ -1,9 +1,9 @@
 """Typed AST of a checked P4-16 program: the contract between front end and compiler.
 
-The front end (`frontend.py`) parses, resolves names and types, evaluates
+The front end (`softswitch.frontend`) parses, resolves names and types, evaluates
 compile-time constants, and returns a `Program` made of these nodes. Every
 expression carries its resolved `type`; every name use is resolved to what it
-denotes (`PathExpr.ref`). The compiler (`compiler.py`) never looks at source
+denotes (`PathExpr.ref`). The compiler (`softswitch.compiler`) never looks at source
 text and never resolves names itself.
 
 Nodes are plain dataclasses so tests can build them by hand. `loc` is the

@@ -3,7 +3,7 @@
 Plain objects, no locking: one thread runs both packets and control. The
 compiled pipeline reads them directly (``Register.values``,
 ``Counter.packets``/``.bytes``, ``Table.lookup``, ``PRE.replicas``); the
-runtime (runtime.py) changes them through the methods here, which validate
+runtime (softswitch.control.commands) changes them through the methods here, which validate
 and raise ``StateError``/``TableError`` with a message naming the problem.
 
 Semantics follow BMv2's simple_switch:
