@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import sys
 from dataclasses import dataclass, field
 
 import softswitch.frontend.p4ast as A
@@ -383,23 +382,3 @@ def _field_lists(meta_t) -> dict:
 
 def _main_file(program) -> str:
     return program.source_files[0] if program.source_files else "program"
-
-
-def main(argv=None):
-    """python3 -m softswitch.compiler PROGRAM.p4 [-D NAME=VALUE]...: print the generated Python."""
-    import argparse
-    from softswitch import frontend
-    from softswitch.frontend.preprocess import parse_define_args
-    ap = argparse.ArgumentParser(prog="python3 -m softswitch.compiler")
-    ap.add_argument("program")
-    ap.add_argument("-D", action="append", default=[], metavar="NAME=VALUE")
-    a = ap.parse_args(argv)
-    try:
-        defines = parse_define_args(a.D)
-    except ValueError as e:
-        ap.error(str(e))
-    sys.stdout.write(compile_program(frontend.load(a.program, defines)).source)
-
-
-if __name__ == "__main__":
-    main()

@@ -60,8 +60,8 @@ class Switch:
 
     @classmethod
     def from_file(cls, path, defines=None, device_id: int = 0, log=None, include_dirs=()):
-        from softswitch import frontend
-        return cls(frontend.load(str(path), defines, include_dirs), device_id=device_id, log=log)
+        from softswitch.frontend import load
+        return cls(load(str(path), defines, include_dirs), device_id=device_id, log=log)
 
     # ------------------------------------------------------------------ entry
     def process(self, port: int, data: bytes, now_us: int | None = None) -> list[tuple[int, bytes]]:
