@@ -14,9 +14,10 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 from pathlib import Path
+
+from topologies.interfaces import delete_interfaces   # also used by the Mininet builder
 
 STATE_DIR = Path(os.environ.get("GDML_STATE_DIR", "/run/gdml-testbed"))
 NODE_RE = r"[a-z0-9]{0,4}?(?:h\d+r\d+w\d+|s\d+r\d+|g\d+)"
@@ -97,16 +98,6 @@ def kill_pids(pids: list[tuple[int, int | None]], grace_s: float = 2.0) -> list[
         except ChildProcessError:
             pass
     return [p for p, _ in live]
-
-
-def delete_interfaces(names) -> list[str]:
-    gone = []
-    for name in names:
-        if os.path.exists(f"/sys/class/net/{name}"):
-            subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-            gone.append(name)
-    return gone
 
 
 # ---------------------------------------------------------------- the record

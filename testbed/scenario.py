@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from testbed.schema_models import (HTB_MAX_MBPS, MAX_DATACENTERS, MAX_WORKERS_TOTAL,
                                    MIN_DATACENTERS, RandomSchedule, Scenario)
+from topologies.graph import host_id, wan_edge_pairs   # pure graph logic, re-exported
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario", "dump_scenario",
            "wan_edge_pairs", "apply_overrides"]
@@ -265,21 +266,6 @@ def _model_fields_at(loc, raw) -> list[str]:
 
 
 # ---------------------------------------------------------------- whole-scenario checks
-def wan_edge_pairs(scn: Scenario) -> list[tuple[int, int]]:
-    """WAN edges as (i, j) pairs of 1-based datacenter indices, i < j, in a fixed order."""
-    n = len(scn.datacenters)
-    topo = scn.wan.topology
-    if topo == "full-mesh":
-        return [(i, j) for i in range(1, n + 1) for j in range(i + 1, n + 1)]
-    if topo == "ring":
-        pairs = {tuple(sorted((i, i % n + 1))) for i in range(1, n + 1)}
-        return sorted(pairs)
-    if topo == "star":
-        hub = scn.dc_index(scn.wan.hub) if scn.wan.hub else 1
-        return sorted(tuple(sorted((hub, j))) for j in range(1, n + 1) if j != hub)
-    return [tuple(sorted((scn.dc_index(e.a), scn.dc_index(e.b)))) for e in scn.wan.edges]
-
-
 def check_scenario(scn: Scenario, source: str) -> None:
     """Checks that need more than one field. Raises ScenarioError on the first problem."""
     def fail(path, problem):
@@ -346,7 +332,6 @@ def check_scenario(scn: Scenario, source: str) -> None:
 
 
 def _host_ids(scn: Scenario) -> set[str]:
-    from topologies.graph import host_id   # topologies.graph imports this module
     return {host_id(d, r, w) for d, dc in enumerate(scn.datacenters, 1)
             for r in range(1, dc.racks + 1) for w in range(1, dc.workers_per_rack + 1)}
 

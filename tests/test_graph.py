@@ -150,3 +150,24 @@ def test_too_long_prefix_is_rejected():
 def test_graph_metadata():
     g = build_graph(scenario(2, sets=["time_dilation=4", "seed=9"]))
     assert g.graph["time_dilation"] == 4 and g.graph["dilated"] == 1.0 and g.graph["seed"] == 9
+
+
+def test_graph_reads_the_scenario_by_its_fields_only():
+    """topologies/ imports nothing of testbed/: any object with the scenario's fields does,
+    and the graph equals the one built from the validated pydantic scenario."""
+    import json
+    from types import SimpleNamespace as NS
+    from topologies.graph import wan_edge_pairs
+    scn = scenario(3, 2, 1, sets=["wan.topology=ring",
+                                  "wan.bandwidth_schedule=[{t_s: 0, mbps: 5}, {t_s: 9, mbps: 7}]"])
+    plain = json.loads(scn.model_dump_json(), object_hook=lambda d: NS(**d))
+    plain.dc_index = scn.dc_index
+    assert wan_edge_pairs(plain) == wan_edge_pairs(scn) == [(1, 2), (1, 3), (2, 3)]
+    g, h = build_graph(scn), build_graph(plain)
+    sched = [{"t_s": 0.0, "mbps": 5.0}, {"t_s": 9.0, "mbps": 7.0}]
+    assert g.edges["g1", "g2"]["bandwidth_schedule"] == sched
+    # the plain copy's schedule points are namespaces, not models: compare everything else
+    drop = lambda d: {k: v for k, v in d.items() if k != "bandwidth_schedule"}
+    assert {(u, v): drop(d) for u, v, d in g.edges(data=True)} == \
+        {(u, v): drop(d) for u, v, d in h.edges(data=True)}
+    assert dict(g.nodes(data=True)) == dict(h.nodes(data=True))

@@ -1,4 +1,6 @@
 """Link emulation planning and tc command generation (pure, no root)."""
+import math
+
 import networkx as nx
 import pytest
 
@@ -106,3 +108,103 @@ def test_htb_leaf_holds_a_bdp_in_bytes_whatever_the_frame_size():
     assert not any("pfifo" in c for c in cmds)
     old = linkemu.IntfShape("g1", "g1-eth2", 2, False, 10.0, 100, None)   # no byte limit given
     assert linkemu.shape_commands(old)[-1].endswith(f"bfifo limit {100 * 1514}")
+
+
+# ---------------------------------------------------------------- queue sizing, both modes
+# (rate Mbps, one-way delay ms, jitter ms, smallest frame B) -> (queue B, delay-line limit)
+# queue = one BDP of the round trip (>= 20 ms, >= 64 MTU frames) in bytes;
+# limit = ceil((rate x (delay + 4 jitter) + queue) / smallest frame)
+SIZING = [
+    (50, 45, 0, 314, 372 * 1514, 2690),      # 281250 B in flight + 563208 B queue
+    (50, 45, 0, 1514, 372 * 1514, 558),
+    (50, 45, 0, 64, 372 * 1514, 13195),
+    (10, 100, 0, 314, 166 * 1514, 1199),     # 125000 + 251324
+    (10, 100, 0, 1514, 166 * 1514, 249),
+    (1000, 0.05, 0, 314, 1652 * 1514, 7986),  # 6250 + 2501128 (20 ms floor of the RTT)
+    (1000, 0.05, 0, 1514, 1652 * 1514, 1657),
+    (8, 75, 2, 314, 100 * 1514, 747),        # 8 Mbps x 83 ms = 83000 + 151400
+    (1, 1, 0, 314, 64 * 1514, 309),          # 64-frame floor: 125 + 96896
+]
+
+
+@pytest.mark.parametrize("rate,delay,jitter,frame,queue,limit", SIZING)
+def test_delay_line_limit_holds_flight_and_queue_in_smallest_frames(rate, delay, jitter, frame,
+                                                                    queue, limit):
+    assert linkemu.queue_bytes(rate, delay) == queue
+    assert linkemu.delay_line_limit(rate, delay, jitter, frame) == limit
+    # the delay line alone: ~900 slots of 314 B at 50 Mbps and 45 ms
+    flight = linkemu.in_flight_bytes(rate, delay, jitter)
+    assert limit * frame >= flight + queue > (limit - 1) * frame
+
+
+def wan_graph(rate, delay, jitter=0.0, loss=0.0):
+    return two_dc_graph(wan=dict(bandwidth_mbps=rate, delay_ms=delay, jitter_ms=jitter, loss_pct=loss))
+
+
+@pytest.mark.parametrize("rate,delay,jitter,frame,queue,limit", SIZING)
+def test_netem_commands_delay_then_byte_queue(rate, delay, jitter, frame, queue, limit):
+    p = linkemu.plan(wan_graph(rate, delay, jitter, 0.5), "netem", min_frame=frame)
+    cmds = linkemu.shape_commands(p.intf("g1-eth2"))
+    burst = max(2 * 1514, math.ceil(rate * 1e6 / 8 * 0.004))
+    jit = f" {float(jitter)}ms distribution normal" if jitter else ""
+    assert cmds == [
+        "tc qdisc del dev g1-eth2 root 2>/dev/null || true",
+        f"tc qdisc add dev g1-eth2 root handle 1: netem delay {float(delay)}ms{jit} loss 0.5% "
+        f"limit {limit}",
+        "tc qdisc add dev g1-eth2 parent 1:1 handle 5: htb default 1",
+        f"tc class add dev g1-eth2 parent 5: classid 5:1 htb rate {round(rate * 1000)}kbit "
+        f"burst {burst} cburst {burst} quantum 6056",
+        f"tc qdisc add dev g1-eth2 parent 5:1 handle 10: bfifo limit {queue}",
+    ]
+
+
+@pytest.mark.parametrize("rate,delay,jitter,frame,queue,limit", SIZING)
+def test_both_modes_queue_the_same_bytes_and_delay_lines_have_the_same_limit(
+        rate, delay, jitter, frame, queue, limit):
+    netem = linkemu.plan(wan_graph(rate, delay, jitter, 0.5), "netem", min_frame=frame)
+    user = linkemu.plan(wan_graph(rate, delay, jitter, 0.5), "userspace", min_frame=frame)
+    for end, port in (("g1", 2), ("g2", 2)):
+        n, u = netem.intf(f"{end}-eth{port}"), user.intf(f"{end}-eth{port}")
+        assert n.queue_bytes == u.queue_bytes == queue
+        assert n.netem_limit == user.switch_emu[end][port]["limit"] == limit
+        assert linkemu.shape_commands(u)[-1] == linkemu.shape_commands(n)[-1]   # same bfifo
+
+
+def test_big_frames_get_no_deeper_byte_queue_than_small_ones():
+    """netem's limit is sized for the smallest frame; MTU frames are held back by the bfifo's
+    byte limit, so every frame size gets one BDP of bytes queued, as in userspace mode."""
+    p = linkemu.plan(wan_graph(50, 45), "netem")   # default: frames down to MIN_FRAME bytes
+    s = p.intf("g1-eth2")
+    assert s.netem_limit == linkemu.delay_line_limit(50, 45, 0, linkemu.MIN_FRAME) == 13195
+    assert s.netem_limit * 1514 > 10 * s.queue_bytes      # the packet limit alone would not do
+    bfifo = [c for c in linkemu.shape_commands(s) if "bfifo" in c]
+    assert bfifo == [f"tc qdisc add dev g1-eth2 parent 5:1 handle 10: bfifo limit {372 * 1514}"]
+    # no packet-counting queue anywhere
+    assert not any("pfifo" in c for c in linkemu.shape_commands(s))
+
+
+def test_delay_line_sized_for_the_fastest_scheduled_rate():
+    g = wan_graph(10, 100)
+    g.edges["g1", "g2"]["bandwidth_schedule"] = [{"t_s": 0, "mbps": 5}, {"t_s": 30, "mbps": 40}]
+    p = linkemu.plan(g, "netem", min_frame=314)
+    assert p.intf("g1-eth2").netem_limit == linkemu.delay_line_limit(40, 100, 0, 314)
+    assert p.intf("g1-eth2").queue_bytes == linkemu.queue_bytes(10, 100)   # the queue as configured
+    g.edges["g1", "g2"]["bandwidth_schedule"] = {"min_mbps": 20, "max_mbps": 150, "every_s": 10}
+    g.graph["dilated"] = 10.0   # schedules are real-world Mbps; the edge rate is dilated
+    assert linkemu.peak_rate_mbps(g, g.edges["g1", "g2"]) == 15.0
+
+
+def test_netem_without_rate_and_rate_without_netem():
+    imp = linkemu.Impair(5.0, 0.0, 1.0)
+    bare = linkemu.IntfShape("h1r1w1", "h1r1w1-eth0", None, True, None, 1000, imp, 0, 777)
+    assert linkemu.shape_commands(bare)[1:] == [
+        "tc qdisc add dev h1r1w1-eth0 root handle 1: netem delay 5.0ms loss 1.0% limit 777"]
+    p = linkemu.plan(two_dc_graph(), "netem")
+    up = linkemu.shape_commands(p.intf("g1-eth1"))   # uplink without delay: no netem at all
+    assert up[1] == "tc qdisc add dev g1-eth1 root handle 5: htb default 1"
+    assert p.intf("g1-eth1").netem_limit == 0
+
+
+def test_min_frame_must_be_positive():
+    with pytest.raises(LinkEmuError, match="min_frame"):
+        linkemu.delay_line_limit(10, 10, 0, 0)

@@ -2,13 +2,20 @@
 
 Pure: no Mininet, no side effects. Values are in real-world units; apply time dilation
 with testbed.dilation.dilate_graph before handing the graph to the emulator.
+
+The scenario is read by its fields only (testbed/schema_models.py defines them; this room
+does not import the testbed): ``name``, ``seed``, ``time_dilation``, ``datacenters[]``
+(``name``, ``region``, ``lat``, ``lon``, ``racks``, ``workers_per_rack``,
+``compute_speed``), ``intra_dc.access`` and ``intra_dc.uplink`` (``bandwidth_mbps``,
+``delay_ms``, ``jitter_ms``, ``loss_pct``), ``wan`` (``topology``, ``hub``, ``default``,
+``edges[]``, ``bandwidth_schedule``) and ``dc_index(name)``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 
-from testbed.schema_models import LinkSpec, Scenario
-from testbed.scenario import wan_edge_pairs
 from topologies import addressing as addr
 from topologies import catalog
 from topologies.ports import assign_ports
@@ -29,12 +36,32 @@ def gateway_id(d: int, prefix: str = "") -> str:
     return f"{prefix}g{d}"
 
 
-def _link_attrs(kind: str, spec: LinkSpec) -> dict:
+def wan_edge_pairs(scn) -> list[tuple[int, int]]:
+    """WAN edges as (i, j) pairs of 1-based datacenter indices, i < j, in a fixed order."""
+    n = len(scn.datacenters)
+    topo = scn.wan.topology
+    if topo == "full-mesh":
+        return [(i, j) for i in range(1, n + 1) for j in range(i + 1, n + 1)]
+    if topo == "ring":
+        pairs = {tuple(sorted((i, i % n + 1))) for i in range(1, n + 1)}
+        return sorted(pairs)
+    if topo == "star":
+        hub = scn.dc_index(scn.wan.hub) if scn.wan.hub else 1
+        return sorted(tuple(sorted((hub, j))) for j in range(1, n + 1) if j != hub)
+    return [tuple(sorted((scn.dc_index(e.a), scn.dc_index(e.b)))) for e in scn.wan.edges]
+
+
+def _plain(value: Any) -> Any:
+    """A schedule as plain data (the scenario's models dump themselves)."""
+    return value.model_dump() if hasattr(value, "model_dump") else value
+
+
+def _link_attrs(kind: str, spec) -> dict:
     return {"kind": kind, "bandwidth_mbps": spec.bandwidth_mbps, "delay_ms": spec.delay_ms,
             "jitter_ms": spec.jitter_ms, "loss_pct": spec.loss_pct, "delay_source": "scenario"}
 
 
-def _dc_rtt(scn: Scenario, i: int, j: int) -> tuple[float, str]:
+def _dc_rtt(scn, i: int, j: int) -> tuple[float, str]:
     a, b = scn.datacenters[i - 1], scn.datacenters[j - 1]
     if a.region and b.region:
         return catalog.rtt_ms(a.region, b.region)
@@ -43,7 +70,7 @@ def _dc_rtt(scn: Scenario, i: int, j: int) -> tuple[float, str]:
     return catalog.estimate_rtt_ms(pa.lat, pa.lon, pb.lat, pb.lon), catalog.estimate_source()
 
 
-def wan_link_attrs(scn: Scenario, i: int, j: int) -> dict:
+def wan_link_attrs(scn, i: int, j: int) -> dict:
     """Attributes of the WAN edge between datacenters i and j (1-based): per-edge override,
     else the WAN default, else (delay) the catalog RTT / 2."""
     names = {scn.datacenters[i - 1].name, scn.datacenters[j - 1].name}
@@ -63,15 +90,15 @@ def wan_link_attrs(scn: Scenario, i: int, j: int) -> dict:
     schedule = override.bandwidth_schedule if override is not None and \
         override.bandwidth_schedule is not None else scn.wan.bandwidth_schedule
     if schedule is not None:
-        schedule = [p.model_dump() for p in schedule] if isinstance(schedule, list) \
-            else schedule.model_dump()
+        schedule = [_plain(p) for p in schedule] if isinstance(schedule, list) \
+            else _plain(schedule)
     return {"kind": "wan", "bandwidth_mbps": pick("bandwidth_mbps"), "delay_ms": delay,
             "jitter_ms": pick("jitter_ms"), "loss_pct": pick("loss_pct"),
             "delay_source": delay_source, "catalog_rtt_ms": rtt, "rtt_source": rtt_source,
             "bandwidth_schedule": schedule}
 
 
-def build_graph(scenario: Scenario, prefix: str = "", device_id_base: int = 0) -> nx.Graph:
+def build_graph(scenario, prefix: str = "", device_id_base: int = 0) -> nx.Graph:
     """The topology of a scenario. Node ids may carry `prefix` (parallel test runs);
     device ids start at device_id_base (thrift port = 9090 + device id)."""
     g = nx.Graph(name=scenario.name, prefix=prefix, seed=scenario.seed,

@@ -1,11 +1,13 @@
 """Link emulation: bandwidth by htb in the kernel; delay, jitter, loss by netem or in user space.
 
 Two modes, chosen once per run and recorded in the manifest:
-- ``netem``: the kernel has sch_netem. Each interface end gets htb (rate) with a netem
-  child (delay, jitter, loss), as Mininet's TCLink does.
+- ``netem``: the kernel has sch_netem. Each interface end gets netem (delay, jitter, loss)
+  at the root and, under it, htb (rate) with a byte-limited bfifo: the packet is delayed,
+  then queued and sent at the link's rate, the order of userspace mode (the softswitch's
+  delay line, then htb in the kernel).
 - ``userspace``: no netem (the case on the testbed machines). Bandwidth stays htb in the
   kernel; delay, jitter and loss are applied by the softswitch on its egress ports
-  (its ``link_emu`` option, ``{port: dict(delay_ms, jitter_ms, loss_pct, seed)}``).
+  (its ``link_emu`` option, ``{port: dict(delay_ms, jitter_ms, loss_pct, seed, limit)}``).
   * switch-switch links (uplink, wan): each switch applies the full one-way delay, jitter
     and loss on its egress into the link, so each direction is emulated exactly.
   * host-switch links (access): a host has no softswitch, so the host->switch direction
@@ -14,8 +16,14 @@ Two modes, chosen once per run and recorded in the manifest:
     the switch->host direction only. A warning says so whenever such a link has nonzero
     delay or loss.
 
-htb is applied with our own tc commands, not TCLink, because Mininet silently ignores
-rates above 1000 Mbps; every rate is read back from the kernel after it is set.
+htb is applied with our own tc commands, not TCLink (Mininet silently ignores rates above
+1000 Mbps); every rate is read back from the kernel after it is set.
+
+Both modes size their queues by one rule (docs/runtime.md, "How both modes size their
+queues"): the queue waiting for the link is one bandwidth-delay product in bytes
+(``queue_bytes``, a bfifo under htb); the delay line (netem's ``limit``, the softswitch's
+``link_emu`` limit) holds, counted in the smallest frames a run carries, what the link has
+in flight plus that queue (``delay_line_limit``).
 
 Pure planning functions come first; functions that run commands take a ``run`` callable
 (``run(cmd) -> str``) so the same code works in the root namespace and in hosts.
@@ -31,10 +39,16 @@ from dataclasses import dataclass, field
 from topologies.ports import interface_name
 
 MODES = ("netem", "userspace")
-HTB_HANDLE = "5"  # root qdisc handle; the single class is 5:1
+HTB_HANDLE = "5"    # htb qdisc handle; its single class is 5:1 (root qdisc without netem)
+NETEM_HANDLE = "1"  # netem mode: the root qdisc, htb 5: is its child (class 1:1)
 MTU_FRAME = 1514
 MIN_QUEUE_PKTS = 64
 MIN_QUEUE_RTT_S = 0.020
+# The smallest frame a run carries, in bytes as tc counts them (no FCS): TCP's pure ACKs are
+# 66, ICMP echoes 98, aggregation frames 186 (k = 32) and 314 (k = 64). Delay lines count
+# frames, so they are sized for this one and never fill before the byte queue does.
+MIN_FRAME = 64
+JITTER_SIGMAS = 4   # netem's normal distribution table ends near 4 sigma
 PROBE_PREFIX = "gdmlnp"   # scratch veth of the netem probe (testbed.cleanup sweeps leftovers)
 
 
@@ -106,6 +120,7 @@ class IntfShape:
     queue_pkts: int
     netem: Impair | None       # netem mode only
     queue_bytes: int = 0       # byte limit of the htb leaf queue (0: queue_pkts MTU frames)
+    netem_limit: int = 0       # netem's limit in packets (0: queue_pkts)
 
 
 @dataclass
@@ -132,11 +147,38 @@ def queue_packets(rate_mbps: float | None, delay_ms: float) -> int:
 
 
 def queue_bytes(rate_mbps: float | None, delay_ms: float) -> int:
-    """The same bandwidth-delay product in bytes. The htb leaf counts bytes (bfifo), not
-    packets: a packet limit sized in MTU frames holds only a fifth of a BDP of 314-byte
-    aggregation frames (k = 64), and a geo-ina burst of partial sums overflowed it
-    (softswitch tx_errors) while ps's TCP segments fitted."""
+    """The same bandwidth-delay product in bytes: the queue in front of the link, in both
+    modes. The htb leaf counts bytes (bfifo), not packets: a packet limit sized in MTU
+    frames holds only a fifth of a BDP of 314-byte aggregation frames (k = 64), and a
+    geo-ina burst of partial sums overflowed it (softswitch tx_errors) while ps's TCP
+    segments fitted."""
     return queue_packets(rate_mbps, delay_ms) * MTU_FRAME
+
+
+def in_flight_bytes(rate_mbps: float | None, delay_ms: float, jitter_ms: float = 0.0) -> int:
+    """What a link at full rate has on its delay line: rate x the longest delay a frame gets
+    (delay + 4 jitter). 0 for an unshaped link (no rate to count with)."""
+    if not rate_mbps:
+        return 0
+    return math.ceil(rate_mbps * 1e6 / 8 * (delay_ms + JITTER_SIGMAS * jitter_ms) / 1000.0)
+
+
+def delay_line_limit(rate_mbps: float | None, delay_ms: float, jitter_ms: float = 0.0,
+                     min_frame: int = MIN_FRAME) -> int:
+    """Packets a delay line must be able to hold: the bytes in flight plus the queue behind
+    it (queue_bytes), counted in frames of ``min_frame`` bytes. Pass the link's highest rate
+    (peak_rate_mbps): the limit is set once, rate changes only touch htb.
+
+    netem's limit counts packets: those in its delay line, and in some kernel versions also
+    those queued in its child qdisc (not checked here: this kernel has no netem); this
+    limit is enough for both readings. A frame it would refuse is one the byte queue behind the
+    line would drop anyway (that queue takes at most queue_bytes + rate x delay bytes in any
+    window as long as the delay), so what is queued is bounded in bytes by the bfifo alone,
+    the same for small frames and MTU frames."""
+    if min_frame <= 0:
+        raise LinkEmuError(f"min_frame must be positive, got {min_frame}")
+    total = in_flight_bytes(rate_mbps, delay_ms, jitter_ms) + queue_bytes(rate_mbps, delay_ms)
+    return math.ceil(total / min_frame)
 
 
 def _check_edge(u, v, d):
@@ -148,8 +190,20 @@ def _check_edge(u, v, d):
         raise LinkEmuError(f"link {u}-{v}: loss_pct {d['loss_pct']} is above 100")
 
 
-def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
-    """Decide what each interface end applies. ``graph`` is already time-dilated."""
+def peak_rate_mbps(graph, d: dict) -> float | None:
+    """The highest rate an edge will have: its bandwidth or its schedule's maximum (the
+    schedule is in real-world Mbps, the edge's rate already divided by time dilation)."""
+    rate = d.get("bandwidth_mbps") or None
+    sched = d.get("bandwidth_schedule")
+    if not rate or not sched:
+        return rate
+    top = max(p["mbps"] for p in sched) if isinstance(sched, list) else sched["max_mbps"]
+    return max(rate, top / float(graph.graph.get("dilated", 1.0) or 1.0))
+
+
+def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmuPlan:
+    """Decide what each interface end applies. ``graph`` is already time-dilated;
+    ``min_frame`` is the smallest frame (bytes) the run carries (delay_line_limit)."""
     if mode not in MODES:
         raise LinkEmuError(f"unknown link emulation mode {mode!r}")
     result = LinkEmuPlan(mode=mode)
@@ -161,14 +215,16 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
         imp = Impair(float(d.get("delay_ms") or 0), float(d.get("jitter_ms") or 0),
                      float(d.get("loss_pct") or 0))
         q = queue_packets(rate, imp.delay_ms)
+        peak = peak_rate_mbps(graph, d)   # a delay line must hold what the fastest rate sends
         ends = [(u, v), (v, u)]
         host_link = any(graph.nodes[n]["role"] == "host" for n in (u, v))
         for n, peer in ends:
             is_host = graph.nodes[n]["role"] == "host"
             port = None if is_host else d["ports"][n]
             netem = imp if (mode == "netem" and not imp.is_zero()) else None
+            limit = delay_line_limit(peak, imp.delay_ms, imp.jitter_ms, min_frame) if netem else 0
             result.intfs.append(IntfShape(n, interface_name(graph, n, peer), port, is_host,
-                                          rate, q, netem, queue_bytes(rate, imp.delay_ms)))
+                                          rate, q, netem, queue_bytes(rate, imp.delay_ms), limit))
             if mode != "userspace" or is_host:
                 continue
             if host_link:
@@ -179,7 +235,8 @@ def plan(graph, mode: str, seed: int = 0) -> LinkEmuPlan:
                 continue
             result.switch_emu.setdefault(n, {})[port] = dict(
                 delay_ms=eff.delay_ms, jitter_ms=eff.jitter_ms, loss_pct=eff.loss_pct,
-                seed=(seed * 1000003 + idx * 2 + (n == v)) & 0x7FFFFFFF)
+                seed=(seed * 1000003 + idx * 2 + (n == v)) & 0x7FFFFFFF,
+                limit=delay_line_limit(peak, eff.delay_ms, eff.jitter_ms, min_frame))
         if mode == "userspace" and host_link and (imp.delay_ms or imp.loss_pct or imp.jitter_ms):
             impaired_access.append(f"{u}-{v}")
     if impaired_access:
@@ -204,29 +261,38 @@ def _burst_bytes(rate_mbps: float) -> int:
     return max(2 * MTU_FRAME, math.ceil(rate_mbps * 1e6 / 8 * 0.004))
 
 
+def _netem_args(n: Impair) -> str:
+    args = f"delay {n.delay_ms}ms"
+    if n.jitter_ms:
+        args += f" {n.jitter_ms}ms distribution normal"
+    if n.loss_pct:
+        args += f" loss {n.loss_pct}%"
+    return args
+
+
 def shape_commands(s: IntfShape) -> list[str]:
-    """tc commands that set up one interface end (run in the interface's namespace)."""
+    """tc commands that set up one interface end (run in the interface's namespace).
+
+    Without netem: htb 5: (class 5:1 at the link's rate) at the root, bfifo 10: of
+    ``queue_bytes`` under it. With netem: netem 1: at the root (delay, jitter, loss; limit
+    ``netem_limit`` packets) and the same htb 5: + bfifo 10: as its child, so a frame is
+    delayed first and then waits in a byte-limited queue for the link, as in userspace
+    mode. htb stays 5:1 in both, so rate changes and readback are the same."""
     cmds = [f"tc qdisc del dev {s.intf} root 2>/dev/null || true"]
     parent = "root"
+    if s.netem is not None:
+        cmds.append(f"tc qdisc add dev {s.intf} root handle {NETEM_HANDLE}: netem "
+                    f"{_netem_args(s.netem)} limit {s.netem_limit or s.queue_pkts}")
+        parent = f"parent {NETEM_HANDLE}:1"
     if s.rate_mbps:
         burst = _burst_bytes(s.rate_mbps)
         cmds += [
-            f"tc qdisc add dev {s.intf} root handle {HTB_HANDLE}: htb default 1",
+            f"tc qdisc add dev {s.intf} {parent} handle {HTB_HANDLE}: htb default 1",
             f"tc class add dev {s.intf} parent {HTB_HANDLE}: classid {HTB_HANDLE}:1 htb "
             f"rate {_rate_arg(s.rate_mbps)} burst {burst} cburst {burst} quantum {MTU_FRAME * 4}",
+            f"tc qdisc add dev {s.intf} parent {HTB_HANDLE}:1 handle 10: bfifo limit "
+            f"{s.queue_bytes or s.queue_pkts * MTU_FRAME}",
         ]
-        parent = f"parent {HTB_HANDLE}:1"
-    if s.netem is not None:
-        n = s.netem
-        args = f"delay {n.delay_ms}ms"
-        if n.jitter_ms:
-            args += f" {n.jitter_ms}ms distribution normal"
-        if n.loss_pct:
-            args += f" loss {n.loss_pct}%"
-        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: netem {args} limit {s.queue_pkts}")
-    elif s.rate_mbps:
-        cmds.append(f"tc qdisc add dev {s.intf} {parent} handle 10: bfifo limit "
-                    f"{s.queue_bytes or s.queue_pkts * MTU_FRAME}")
     return cmds
 
 

@@ -16,6 +16,7 @@ import tempfile
 
 from topologies import linkemu
 from topologies.graph import hosts, switches
+from topologies.interfaces import delete_interfaces, interface_exists
 
 
 class NetBuildError(RuntimeError):
@@ -71,7 +72,7 @@ def _host_run(host):
 def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
     """Refuse to start over interfaces that exist: they belong to someone else."""
     taken = sorted(s.intf for s in emu.intfs
-                   if not s.is_host and os.path.exists(f"/sys/class/net/{s.intf}"))
+                   if not s.is_host and interface_exists(s.intf))
     if taken:
         raise NetBuildError(
             f"interface(s) {', '.join(taken[:4])} already exist: another run uses these node "
@@ -205,6 +206,5 @@ def stop_network(net) -> None:
         net.stop()
     except Exception as e:  # keep tearing down what is left
         print(f"warning: Mininet stop raised {e!r}; cleaning up interfaces by name")
-    from testbed.cleanup import delete_interfaces
     # root-namespace ends that survived stop()
     delete_interfaces(i.name for sw in getattr(net, "switches", []) for i in sw.intfList() if i.name != "lo")
