@@ -46,7 +46,7 @@ def cmd_clean(a) -> int:
 
 def cmd_bench(a) -> int:
     if a.what == "switch":
-        from softswitch.bench import main
+        from softswitch.bench.veth import main
         return main(a.args) or 0
     if a.what == "schemes":
         from bench.schemes import main as schemes_main

@@ -145,7 +145,7 @@ class Bench:
         self.net = netbuild.build_network(self.g, SoftSwitch, params, plan, host_cmds)
         self.sw = self.net[f"{PREFIX}s1"]
         from control.agg_entries import push
-        from softswitch.client import SoftswitchClient
+        from softswitch.control.client import SoftswitchClient
         self.client = SoftswitchClient(self.sw.thrift_port)
         push(self.client, switch_commands(self.g, WINDOW))
         return self

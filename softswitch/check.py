@@ -12,9 +12,9 @@ import argparse
 import sys
 import time
 
-from softswitch import p4ast as A
-from softswitch.errors import P4Error
-from softswitch.preprocess import parse_define_args
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.errors import P4Error
+from softswitch.frontend.preprocess import parse_define_args
 
 
 def summary(prog: A.Program) -> str:
@@ -29,7 +29,7 @@ def summary(prog: A.Program) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m softswitch.check",
-                                 description="Check a P4-16 v1model program with the softswitch front end.")
+                                 description="Check a P4-16 v1model program with the softswitch front end and compiler.")
     ap.add_argument("program", help="the .p4 file")
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                     help="define a preprocessor macro")
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     except RecursionError:
         print(f"{args.program}: error: program nests too deeply for the front end", file=sys.stderr)
         return 1
-    from softswitch.compiler import compile_program
+    from softswitch.compiler.pipeline import compile_program
     try:
         compile_program(prog)
     except P4Error as e:

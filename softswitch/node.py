@@ -1,8 +1,10 @@
-"""Mininet node classes for P4 switches: the softswitch process and BMv2's simple_switch.
+"""Mininet node classes for P4 switches run as a process: the shared ProcessSwitch and the
+softswitch's SoftSwitch (BMv2's simple_switch node, built on ProcessSwitch, is the testbed's:
+testbed/bmv2.py).
 
     net.addSwitch("s1", cls=SoftSwitch, program="p4/forward.p4", link_emu={2: {"delay_ms": 10}})
 
-Both run one process per switch in the root namespace, attached to the switch's veths by
+Each runs one process per switch in the root namespace, attached to the switch's veths by
 name with `-i PORT@IFNAME` (port numbers are Mininet's), and controlled on a localhost TCP
 port. start() waits until the process serves its control port and, if it dies or never
 gets there, raises SwitchStartError with the tail of its log: the most common complaint
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,7 +24,7 @@ import time
 
 from mininet.node import Switch
 
-from softswitch.linkem import LinkEmuConfig, format_link_emu_spec
+from softswitch.dataplane.linkem import LinkEmuConfig, format_link_emu_spec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOG_TAIL_LINES = 25
@@ -250,60 +251,3 @@ class SoftSwitch(ProcessSwitch):
         except OSError:
             return False
         return port_accepts(self.thrift_port)
-
-
-class Bmv2Switch(ProcessSwitch):
-    """BMv2 simple_switch with the program compiled by p4c for v1model."""
-
-    def __init__(self, name, json_path: str | None = None, **params):
-        # Checked before Node.__init__ starts a shell, so a refused option leaks nothing.
-        if params.get("link_emu"):
-            raise SwitchStartError(
-                f"{name}: simple_switch cannot apply user-space delay/jitter/loss (link_emu); "
-                "use the softswitch backend, a kernel with sch_netem, or put "
-                "`python3 -m softswitch.linkem` relays on the links")
-        ProcessSwitch.__init__(self, name, **params)
-        self.json_path = json_path
-
-    @staticmethod
-    def missing_tools() -> list[str]:
-        missing = [] if shutil.which("simple_switch") else ["simple_switch"]
-        if not (shutil.which("p4c-bm2-ss") or shutil.which("p4c")):
-            missing.append("p4c")
-        return missing
-
-    def compile(self) -> str:
-        out_dir = os.path.join(tempfile.gettempdir(), f"{self.name}.bmv2")
-        os.makedirs(out_dir, exist_ok=True)
-        json_path = os.path.join(out_dir, os.path.splitext(os.path.basename(self.program))[0] + ".json")
-        defines = [f"-D{k}={v}" for k, v in self.defines.items()]
-        if shutil.which("p4c-bm2-ss"):
-            cmd = ["p4c-bm2-ss", "--p4v", "16", *defines, "-o", json_path, self.program]
-        else:
-            cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", *defines, "-o", out_dir, self.program]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0 or not os.path.exists(json_path):
-            raise SwitchStartError(f"{self.name}: p4c failed on {self.program} (exit {res.returncode}):\n"
-                                   f"{(res.stderr or res.stdout)[-3000:]}")
-        return json_path
-
-    def launch(self) -> None:
-        missing = self.missing_tools()
-        if missing:
-            raise SwitchStartError(f"{self.name}: the bmv2 backend needs {' and '.join(missing)} on PATH "
-                                   "(BMv2/p4c are not in Debian's or PyPI's registries: install them from "
-                                   "p4lang sources or the P4 tutorial VM, or use the softswitch backend)")
-        if self.json_path is None:
-            self.json_path = self.compile()
-        ProcessSwitch.launch(self)
-
-    def command(self) -> list[str]:
-        cmd = ["simple_switch"]
-        for number, ifname in sorted(self.port_map().items()):
-            cmd += ["-i", f"{number}@{ifname}"]
-        # --log-console with stdout going to our log file, as p4lang/tutorials do: one file
-        # holds both start-up errors and the switch's log.
-        cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port), "--log-console"]
-        if self.pcap_dir:
-            cmd += ["--pcap", self.pcap_dir]
-        return cmd + [self.json_path]

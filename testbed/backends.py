@@ -1,5 +1,8 @@
 """Switch backend selection: which Mininet switch class runs the P4 program.
 
+The softswitch's node and client are softswitch.node.SoftSwitch and
+softswitch.control.client.SoftswitchClient; BMv2's are in testbed/bmv2.py.
+
 `auto` picks bmv2 only when both simple_switch and p4c are on PATH (users with the P4
 tutorial VM or distribution packages); otherwise the softswitch. The control plane never
 asks which one was chosen: both speak the simple_switch_CLI language through
@@ -44,13 +47,15 @@ def choose_backend(requested: str | None, which=shutil.which) -> tuple[str, str]
 
 
 def switch_class(backend: str):
-    from softswitch.node import Bmv2Switch, SoftSwitch
+    from softswitch.node import SoftSwitch
+    from testbed.bmv2 import Bmv2Switch
     return {"softswitch": SoftSwitch, "bmv2": Bmv2Switch}[backend]
 
 
 def client_for(backend: str, thrift_port: int):
     """The runtime client of one switch: same execute(cmd) -> str for both backends."""
-    from softswitch import client
     if backend == "bmv2":
-        return client.Bmv2Client(thrift_port)
-    return client.SoftswitchClient(thrift_port)
+        from testbed.bmv2 import Bmv2Client
+        return Bmv2Client(thrift_port)
+    from softswitch.control.client import SoftswitchClient
+    return SoftswitchClient(thrift_port)

@@ -314,7 +314,7 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
 
 
 def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:
-    from softswitch.client import RuntimeCommandError
+    from softswitch.control.client import RuntimeCommandError
     for sw, cmds in commands.items():
         node = net[sw]
         client = backends.client_for(backend, node.thrift_port)

@@ -13,7 +13,7 @@ class SoftswitchAdapter:
     """The in-process softswitch with the execute/process/events interface of ModelSwitch."""
 
     def __init__(self, sw):
-        from softswitch.runtime import RuntimeAPI
+        from softswitch.control.commands import RuntimeAPI
         self.sw, self.api = sw, RuntimeAPI(sw.state)
 
     def execute(self, line):
@@ -30,7 +30,7 @@ class SoftswitchAdapter:
 def softswitch_factory(k: int = 32):
     """A function making fresh softswitches running p4/aggregation.p4 (parsed once per k)."""
     from softswitch import frontend
-    from softswitch.switch import Switch
+    from softswitch.target.switch import Switch
     if k not in _compiled:
         _compiled[k] = frontend.load(str(PROGRAM), {"AGG_K": str(k)})
     program = _compiled[k]

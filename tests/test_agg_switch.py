@@ -356,7 +356,7 @@ def test_p4_program_matches_model_byte_for_byte():
 
 def test_unsupported_k_is_a_compile_error():
     from softswitch import frontend
-    from softswitch.errors import P4Error
+    from softswitch.frontend.errors import P4Error
     from tests.agg_switches import PROGRAM
     with pytest.raises(P4Error, match="AGG_K must be 32 or 64"):
         frontend.load(str(PROGRAM), {"AGG_K": "48"})

@@ -35,7 +35,8 @@ def test_forced_backends():
 
 
 def test_each_backend_gets_its_runtime_client_on_the_switch_port():
-    from softswitch.client import Bmv2Client, RuntimeClient, SoftswitchClient
+    from softswitch.control.client import RuntimeClient, SoftswitchClient
+    from testbed.bmv2 import Bmv2Client
     soft = backends.client_for("softswitch", 9999)
     bm = backends.client_for("bmv2", 9998)
     assert type(soft) is SoftswitchClient and type(bm) is Bmv2Client

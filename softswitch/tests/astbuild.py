@@ -1,7 +1,6 @@
 """Tiny constructors for hand-built p4ast programs (compiler tests that must not
 depend on the front end). Names mirror what the front end produces."""
-from softswitch import p4ast as A
-
+import softswitch.frontend.p4ast as A
 B = A.BitT
 BOOL = A.BoolT()
 

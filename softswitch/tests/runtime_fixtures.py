@@ -1,6 +1,12 @@
 """A hand-built SwitchState for runtime tests: one table per match kind,
-registers, counters (indirect and direct), meters (indirect and direct)."""
-from softswitch.state import (ActionSpec, Counter, DirectCounter, DirectMeter, KeySpec, Meter,
+registers, counters (indirect and direct), meters (indirect and direct); and
+RunningServer, a control server over it in a thread."""
+import selectors
+import threading
+
+from softswitch.control.commands import RuntimeAPI
+from softswitch.control.server import ControlServer
+from softswitch.runtime.state import (ActionSpec, Counter, DirectCounter, DirectMeter, KeySpec, Meter,
                               Register, SwitchState, Table)
 
 
@@ -42,3 +48,30 @@ def make_state() -> SwitchState:
     meters = [Meter("MyIngress.pmeter", 2, "packets"), dmeter]
     return SwitchState([ipv4_lpm, dmac, acl, ports, opt, e1, e2, const_tbl, counted, metered],
                        regs, counters, meters)
+
+
+class RunningServer:
+    def __init__(self):
+        self.api = RuntimeAPI(make_state())
+        self.sel = selectors.DefaultSelector()
+        self.srv = ControlServer(self.api, 0)
+        self.srv.register(self.sel)
+        self.port = self.srv.port
+        self.stop = threading.Event()
+        self.errors = []
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        try:
+            while not self.stop.is_set():
+                for key, mask in self.sel.select(0.05):
+                    key.data(mask)
+        except Exception as e:   # the test fails if the loop ever dies
+            self.errors.append(e)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.srv.close()
+        self.sel.close()

@@ -6,8 +6,8 @@ import struct
 import numpy as np
 import pytest
 
-from softswitch import bench_inproc as B
-from softswitch.switch import Switch
+import softswitch.bench.inproc as B
+from softswitch.target.switch import Switch
 
 
 def agg_frame(slot, worker, fanin, vals):

@@ -1,10 +1,10 @@
 """The benchmark measures what it says: its workloads take the intended pipeline paths."""
 import numpy as np
 
-from softswitch.bench import (_read_frames, _write_frames, agg_frame_source, aggregation_workload,
-                              forward_workload)
-from softswitch.runtime import RuntimeAPI
-from softswitch.switch import Switch
+from softswitch.bench.veth import _read_frames, _write_frames
+from softswitch.bench.workloads import agg_frame_source, aggregation_workload, forward_workload
+from softswitch.control.commands import RuntimeAPI
+from softswitch.target.switch import Switch
 from workers.agg_packet import RESULT, decode, udp_payload
 
 

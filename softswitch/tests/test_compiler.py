@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from softswitch import frontend
-from softswitch.errors import P4Error
-from softswitch.switch import Switch
+from softswitch.frontend.errors import P4Error
+from softswitch.target.switch import Switch
 
 PRELUDE = """
 #include <core.p4>
@@ -67,7 +67,7 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
         sm.egress_spec = 1;
     }
 }""")
-    from softswitch.runtime import RuntimeAPI
+    from softswitch.control.commands import RuntimeAPI
     assert RuntimeAPI(sw.state).execute("table_add t hit_it 9 =>").endswith("Entry has been added with handle 0")
     entry = sw.state.table("t").entries()[0]
     assert run(sw, 0, 9) == bytes([0, 5, 0, 0])        # neither apply ran
@@ -145,7 +145,7 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
     table t { key = { hdr.h.a: exact; } actions = { mark; NoAction; } meters = dm; }
     apply { t.apply(); sm.egress_spec = 1; }
 }""")
-    from softswitch.runtime import RuntimeAPI
+    from softswitch.control.commands import RuntimeAPI
     api = RuntimeAPI(sw.state)
     assert "handle 0" in api.execute("table_add t mark 7 =>")
     reply = api.execute("meter_set_rates dm 0 0.000001:1 0.000002:2")

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from softswitch import p4ast as A
-from softswitch.codegen_control import FnGen
-from softswitch.codegen_types import RUNTIME_NAMES, sign_extend
+import softswitch.frontend.p4ast as A
+from softswitch.compiler.codegen_control import FnGen
+from softswitch.compiler.codegen_types import RUNTIME_NAMES, sign_extend
 from softswitch.tests.astbuild import B, BOOL, binop, lit, param
 
 NP = {(8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64,
@@ -117,7 +117,7 @@ def test_division_and_modulo_on_unsigned(a, b):
 
 
 def test_division_of_signed_values_is_refused():
-    from softswitch.codegen_expr import CodegenError
+    from softswitch.compiler.codegen_expr import CodegenError
     with pytest.raises(CodegenError, match="unsupported"):
         evaluate(binop("/", param("x", A.IntT(8)), param("y", A.IntT(8))), x=1, y=1)
 

@@ -55,8 +55,8 @@ class Case:
                          + "; ".join(f"port {p}: {d.hex()}" for p, d in self.pending))
 
     def run(self):
-        from softswitch.switch import Switch
-        from softswitch.runtime import RuntimeAPI
+        from softswitch.target.switch import Switch
+        from softswitch.control.commands import RuntimeAPI
         program = None
         lines = self.path.read_text().splitlines()
         for n, raw in enumerate(lines, 1):

@@ -2,7 +2,7 @@
 import logging
 from pathlib import Path
 
-from softswitch.switch import Switch
+from softswitch.target.switch import Switch
 
 PROGRAM = Path(__file__).parent / "programs" / "pre.p4"
 # op 07: the program's digest case (see stf/pre.stf)

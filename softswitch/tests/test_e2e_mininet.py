@@ -11,102 +11,13 @@ import sys
 import textwrap
 import time
 
-import networkx as nx
 import pytest
+
+from e2e_fixtures import FORWARD_P4, REPO, build, host_ip, host_mac, install_routes, netctl  # noqa: F401 (netctl: a fixture)
 
 pytestmark = pytest.mark.mininet
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FORWARD_P4 = os.path.join(REPO, "p4", "forward.p4")
 PY = sys.executable
-
-
-def host_ip(i):
-    return f"10.0.{i}.{i}"
-
-
-def host_mac(i):
-    return f"00:00:00:00:0{i // 16:x}:{i % 16:02x}"
-
-
-def leftovers():
-    """Our interfaces, and Mininet shells of our nodes, still present."""
-    intfs = [n for n in os.listdir("/sys/class/net") if n.startswith(("xs", "xh"))]
-    shells = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"mininet:xs" in cmd or b"mininet:xh" in cmd:
-            shells.append(f"pid {pid}: " + cmd.replace(b"\0", b" ").decode(errors="replace"))
-    return intfs + shells
-
-
-@pytest.fixture
-def netctl():
-    """Builds Mininet networks of SoftSwitches; stops them all and checks nothing is left."""
-    from mininet.log import setLogLevel
-    setLogLevel("error")
-    assert leftovers() == [], f"interfaces left by an earlier run: {leftovers()}"
-    state = {"nets": [], "procs": []}
-    yield state
-    try:
-        for net in state["nets"]:
-            net.stop()
-    finally:
-        for proc in state["procs"]:
-            if proc.poll() is None:       # must not happen; kill so the machine stays clean
-                proc.kill()
-                proc.wait()
-                pytest.fail(f"switch process {proc.pid} survived net.stop()")
-    assert leftovers() == [], f"interfaces left behind: {leftovers()}"
-
-
-def build(netctl, switches, host_at, links, program=FORWARD_P4, switch_opts=None, cls=None):
-    """switches: names; host_at: {host index: switch}; links: [(sw_a, port_a, sw_b, port_b)].
-    Host i hangs off port 1 of its switch. Returns (net, graph)."""
-    from mininet.link import Link
-    from mininet.net import Mininet
-    from mininet.node import Host
-
-    from softswitch.node import SoftSwitch, prepare_host
-    net = Mininet(topo=None, controller=None, link=Link, build=False, autoSetMacs=False,
-                  autoStaticArp=False, waitConnected=False)
-    netctl["nets"].append(net)
-    graph = nx.Graph()
-    for s in switches:
-        net.addSwitch(s, cls=cls or SoftSwitch, program=program, **(switch_opts or {}).get(s, {}))
-    for i, s in host_at.items():
-        net.addHost(f"xh{i}", cls=Host, ip=f"{host_ip(i)}/16", mac=host_mac(i))
-        net.addLink(f"xh{i}", s, port2=1)
-        graph.add_edge(f"xh{i}", s, ports={s: 1})
-    for a, pa, b, pb in links:
-        net.addLink(a, b, port1=pa, port2=pb)
-        graph.add_edge(a, b, ports={a: pa, b: pb})
-    net.build()
-    for i in host_at:
-        prepare_host(net[f"xh{i}"])
-    net.staticArp()
-    net.start()
-    netctl["procs"] += [net[s].proc for s in switches]
-    return net, graph
-
-
-def install_routes(net, graph, host_at, client_cls=None):
-    from softswitch.client import SoftswitchClient
-    client_cls = client_cls or SoftswitchClient
-    for s in [n for n in graph if n.startswith("xs")]:
-        cmds = []
-        for i in host_at:
-            path = nx.shortest_path(graph, s, f"xh{i}")
-            port = graph.edges[s, path[1]]["ports"][s]
-            cmds.append(f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {host_ip(i)}/32 => "
-                        f"{host_mac(i)} {port}")
-        with client_cls(net[s].thrift_port) as c:
-            for reply in c.execute_many(cmds):
-                assert not reply.startswith("Error"), reply
 
 
 def ping(src, dst_ip, count=3):
@@ -218,7 +129,7 @@ def test_line_of_three_ping_iperf_link_emulation_pcap_and_clean_sigterm(netctl, 
     assert stats2["link_emu"]["3"]["sent"] >= 13 and stats2["link_emu"]["3"]["lost"] == 0
     assert stats1["pipeline"]["packets_in"] == stats1["packets_in"]
     # pcaps were flushed on SIGTERM: xs1 saw the ICMP requests from xh1 on port 1.
-    from softswitch.pcap import read_pcap
+    from softswitch.dataplane.pcap import read_pcap
     frames_in = [f for _, f in read_pcap(str(tmp_path / "pcap" / "xs1-eth1_in.pcap"))]
     frames_out = [f for _, f in read_pcap(str(tmp_path / "pcap" / "xs1-eth2_out.pcap"))]
     icmp = [f for f in frames_in if f[12:14] == b"\x08\x00" and f[23] == 1]
@@ -253,7 +164,7 @@ def test_multicast_replicates_to_every_group_member(netctl):
     from mininet.net import Mininet
     from mininet.node import Host
 
-    from softswitch.client import SoftswitchClient
+    from softswitch.control.client import SoftswitchClient
     from softswitch.node import SoftSwitch, prepare_host
     net = Mininet(topo=None, controller=None, link=Link, build=False, autoSetMacs=False,
                   autoStaticArp=False, waitConnected=False)
@@ -324,7 +235,7 @@ def test_clone_mirrors_to_the_session_port(netctl, tmp_path):
     from mininet.net import Mininet
     from mininet.node import Host
 
-    from softswitch.client import SoftswitchClient
+    from softswitch.control.client import SoftswitchClient
     from softswitch.node import SoftSwitch, prepare_host
     net = Mininet(topo=None, controller=None, link=Link, build=False, autoSetMacs=False,
                   autoStaticArp=False, waitConnected=False)
@@ -375,41 +286,6 @@ def test_bad_program_fails_start_with_the_log_tail(netctl, tmp_path):
     assert f"{bad}:3:" in message                # the front end's file:line:col, from the log tail
     assert "Traceback" not in message
     assert net["xs9"].proc.poll() == 1
-
-
-def test_bmv2_switch_refuses_link_emulation_before_starting_anything():
-    from softswitch.node import Bmv2Switch, SwitchStartError
-    with pytest.raises(SwitchStartError, match="cannot apply user-space delay"):
-        Bmv2Switch("xs8", program=FORWARD_P4, link_emu={1: {"delay_ms": 5}})
-    assert leftovers() == []
-
-
-def test_bmv2_switch_without_tools_says_what_is_missing(netctl):
-    from softswitch.node import Bmv2Switch, SwitchStartError
-    if not Bmv2Switch.missing_tools():
-        pytest.skip("simple_switch and p4c are installed: the missing-tools error cannot be provoked")
-    from mininet.net import Mininet
-    net = Mininet(topo=None, controller=None, build=False, waitConnected=False)
-    netctl["nets"].append(net)
-    sw = net.addSwitch("xs8", cls=Bmv2Switch, program=FORWARD_P4)
-    with pytest.raises(SwitchStartError, match="needs simple_switch"):
-        sw.start([])
-    assert sw.proc is None
-
-
-@pytest.mark.bmv2
-def test_bmv2_line_of_three_pings(netctl):
-    from softswitch.client import Bmv2Client
-    from softswitch.node import Bmv2Switch
-    missing = Bmv2Switch.missing_tools()
-    if missing:
-        pytest.skip(f"bmv2 backend test skipped: {' and '.join(missing)} not on PATH "
-                    "(not installable from this machine's registries)")
-    host_at = {1: "xs1", 2: "xs2", 3: "xs3"}
-    net, graph = build(netctl, ["xs1", "xs2", "xs3"], host_at,
-                       [("xs1", 2, "xs2", 2), ("xs2", 3, "xs3", 2)], cls=Bmv2Switch)
-    install_routes(net, graph, host_at, client_cls=Bmv2Client)
-    assert net.pingAll(timeout="1") == 0.0
 
 
 def test_switch_dies_with_the_process_that_started_it(tmp_path):

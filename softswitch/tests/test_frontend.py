@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from softswitch import p4ast as A
-from softswitch.errors import P4Error
+import softswitch.frontend.p4ast as A
+from softswitch.frontend.errors import P4Error
 from softswitch.frontend import load, load_string
 
 HERE = pathlib.Path(__file__).parent
@@ -427,7 +427,7 @@ def test_control_instances_are_inlined_with_p4c_names():
 
 
 def test_inlined_control_runs_with_copy_in_copy_out(tmp_path):
-    from softswitch.switch import Switch
+    from softswitch.target.switch import Switch
     path = tmp_path / "sub.p4"
     path.write_text(PRELUDE + SUBCONTROL + SHELL % INLINED_BODY.replace(
         "m.x);\n    }", "m.x);\n        sm.egress_spec = 1;\n    }"))

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from softswitch.switch import Switch
+from softswitch.target.switch import Switch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = {
@@ -27,7 +27,7 @@ _switches = {}
 
 def switch(name):
     if name not in _switches:
-        from softswitch.runtime import RuntimeAPI
+        from softswitch.control.commands import RuntimeAPI
         path, defines, cmds = PROGRAMS[name]
         sw = Switch.from_file(str(path), defines)
         api = RuntimeAPI(sw.state)

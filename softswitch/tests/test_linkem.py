@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from softswitch.linkem import (DelayLine, LinkEmuConfig, LinkEmulation, PreciseTimer,
-                               format_link_emu_spec, parse_link_emu_spec)
+from softswitch.dataplane.linkem import (DelayLine, LinkEmuConfig, LinkEmulation, PreciseTimer,
+                                         format_link_emu_spec, parse_link_emu_spec)
 
 
 def test_fixed_delay_releases_exactly_at_due_time():

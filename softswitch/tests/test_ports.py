@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from softswitch.__main__ import SwitchLoop, install_signal_wakeup
-from softswitch.linkem import LinkEmulation, LinkEmuConfig
-from softswitch.pcap import PcapWriter, PortPcaps, read_pcap
-from softswitch.ports import Port, parse_interface_spec
+from softswitch.dataplane.loop import SwitchLoop, install_signal_wakeup
+from softswitch.dataplane.linkem import LinkEmulation, LinkEmuConfig
+from softswitch.dataplane.pcap import PcapWriter, PortPcaps, read_pcap
+from softswitch.dataplane.ports import Port, parse_interface_spec
 
 
 class SockPort:
@@ -300,7 +300,7 @@ def test_port_counts_and_drops_oversized_frames(veth):
 
 @pytest.mark.mininet
 def test_port_open_errors_name_the_interface():
-    from softswitch.ports import PortError
+    from softswitch.dataplane.ports import PortError
     with pytest.raises(PortError, match="xp-does-not-exist.*ip link show"):
         Port(1, "xp-does-not-exist")
 
@@ -335,7 +335,7 @@ def _wait_ready(proc, timeout=30):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_process_serves_control_port_and_exits_cleanly_on_signal(sig):
-    from softswitch.client import SoftswitchClient
+    from softswitch.control.client import SoftswitchClient
     port = _free_port()
     stats_file = f"/tmp/xp-stats-{os.getpid()}-{sig}.json"
     proc = _start(os.path.join(REPO, "p4", "forward.p4"), "--thrift-port", str(port), "--device-id", "7",

@@ -1,8 +1,8 @@
 """The C-like preprocessor: includes, macros, conditionals, -D, and the line map."""
 import pytest
 
-from softswitch.errors import P4Error
-from softswitch.preprocess import P4INCLUDE, parse_define_args, preprocess
+from softswitch.frontend.errors import P4Error
+from softswitch.frontend.preprocess import P4INCLUDE, parse_define_args, preprocess
 
 
 def lines(src):

@@ -5,10 +5,10 @@ import ipaddress
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from softswitch.client import (is_error, parse_counter, parse_handle, parse_meter_rates,
+from softswitch.control.client import (is_error, parse_counter, parse_handle, parse_meter_rates,
                                parse_node_handle, parse_num_entries, parse_register)
-from softswitch.runtime import RuntimeAPI
-from softswitch.runtime_args import ArgError, parse_value
+from softswitch.control.commands import RuntimeAPI
+from softswitch.control.arguments import ArgError, parse_value
 from runtime_fixtures import make_state
 
 

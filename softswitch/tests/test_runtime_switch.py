@@ -7,9 +7,9 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from softswitch.client import parse_counter, parse_handle, parse_register
-from softswitch.runtime import RuntimeAPI
-from softswitch.switch import Switch
+from softswitch.control.client import parse_counter, parse_handle, parse_register
+from softswitch.control.commands import RuntimeAPI
+from softswitch.target.switch import Switch
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 

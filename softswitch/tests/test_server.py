@@ -1,8 +1,6 @@
 """The runtime control server over a real localhost socket (its selector loop
 in a thread), the Python clients, and the CLI as a subprocess."""
 import os
-import selectors
-import shutil
 import socket
 import subprocess
 import sys
@@ -11,41 +9,13 @@ import time
 
 import pytest
 
-from softswitch.client import (Bmv2Client, RuntimeCommandError, RuntimeConnectionError,
-                               SoftswitchClient, is_error, parse_handle, parse_register,
-                               split_cli_output)
-from softswitch.runtime import RuntimeAPI
-from softswitch.server import MAX_LINE, ControlServer
-from runtime_fixtures import make_state
+from softswitch.control.client import (RuntimeCommandError, RuntimeConnectionError, SoftswitchClient, is_error,
+                                       parse_handle, parse_register, split_cli_output)
+from softswitch.control.commands import RuntimeAPI
+from softswitch.control.server import MAX_LINE, ControlServer
+from runtime_fixtures import RunningServer, make_state
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class RunningServer:
-    def __init__(self):
-        self.api = RuntimeAPI(make_state())
-        self.sel = selectors.DefaultSelector()
-        self.srv = ControlServer(self.api, 0)
-        self.srv.register(self.sel)
-        self.port = self.srv.port
-        self.stop = threading.Event()
-        self.errors = []
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
-
-    def _loop(self):
-        try:
-            while not self.stop.is_set():
-                for key, mask in self.sel.select(0.05):
-                    key.data(mask)
-        except Exception as e:   # the test fails if the loop ever dies
-            self.errors.append(e)
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(5)
-        self.srv.close()
-        self.sel.close()
 
 
 @pytest.fixture
@@ -212,35 +182,6 @@ def test_cli_exits_nonzero_when_switch_is_unreachable():
     assert "Make sure the switch is running" in p.stderr
 
 
-def test_bmv2_client_protocol_against_a_stand_in_cli(server, tmp_path):
-    """Bmv2Client's pipe-and-split logic, driven through a stand-in
-    'simple_switch_CLI' (our CLI, which prints the same prompts)."""
-    fake = tmp_path / "fake_simple_switch_CLI"
-    fake.write_text(f"#!/bin/sh\ncd {REPO} && exec {sys.executable} -m softswitch.cli \"$@\"\n")
-    fake.chmod(0o755)
-    c = Bmv2Client(server.port, cli=str(fake))
-    replies = c.execute_many(["table_add dmac set_port 1 => 1", "register_write agg 0 3",
-                              "register_read agg 0"])
-    assert parse_handle(replies[0]) == 0 and replies[1] == "" and replies[2] == "agg[0]= 3"
-    with pytest.raises(RuntimeCommandError, match="DUPLICATE_ENTRY"):
-        c.execute("table_add dmac set_port 1 => 1", check=True)
-    with pytest.raises(RuntimeConnectionError, match="not on PATH"):
-        Bmv2Client(server.port, cli="no_such_simple_switch_CLI_here").execute("help")
-
-
-@pytest.mark.bmv2
-def test_bmv2_client_with_real_simple_switch_cli():
-    if shutil.which("simple_switch_CLI") is None or shutil.which("simple_switch") is None:
-        pytest.skip("simple_switch_CLI / simple_switch are not on PATH (BMv2 is not installable from "
-                    "this machine's package registries)")
-    # with BMv2 present: no switch listens on this port, so the client must say so
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(RuntimeConnectionError):
-        Bmv2Client(port, timeout=30).execute("help")
-
-
 def test_client_that_reads_late_is_paused_not_dropped(server):
     """~6 MB of replies to a client that only starts reading after sending
     everything: the server pauses it (backpressure) and loses nothing."""
@@ -326,7 +267,7 @@ def test_random_bytes_never_break_the_server(server):
 
 
 def test_cli_completion_words_come_from_the_switch(server):
-    from softswitch.cli import completion_words, make_completer
+    from softswitch.control.cli import completion_words, make_completer
     with SoftswitchClient(server.port) as c:
         commands, names = completion_words(c)
     assert "table_add" in commands and "mc_node_create" in commands and "Documented" not in commands

@@ -5,7 +5,7 @@ import ipaddress
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from softswitch.state import (GREEN, RED, YELLOW, ActionSpec, Counter, KeySpec, Meter, Mirroring,
+from softswitch.runtime.state import (GREEN, RED, YELLOW, ActionSpec, Counter, KeySpec, Meter, Mirroring,
                               PRE, Register, StateError, Table, TableError)
 from runtime_fixtures import make_state
 

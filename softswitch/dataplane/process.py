@@ -1,0 +1,179 @@
+"""The softswitch process, started the way simple_switch is:
+
+    python3 -m softswitch PROGRAM.p4 -i 1@s1-eth1 -i 2@s1-eth2 --device-id N [--thrift-port P]
+        [--log-console | --log-file F] [--pcap DIR] [-D NAME=VALUE] [-I DIR]
+        [--link-emu PORT:delay_ms=D,jitter_ms=J,loss_pct=L[,seed=S]] [--trace] [--stats-file F]
+
+Loads the program (softswitch.target), opens the ports, serves the command language on a
+localhost port (softswitch.control) and runs the one loop (loop.py) until SIGTERM/SIGINT.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from softswitch.dataplane.linkem import LinkEmulation, parse_link_emu_spec
+from softswitch.dataplane.loop import SwitchLoop, final_stats, install_signal_wakeup, write_stats
+from softswitch.dataplane.pcap import PortPcaps
+from softswitch.dataplane.ports import Port, parse_interface_spec
+
+log = logging.getLogger("softswitch")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m softswitch",
+                                description="P4-16 v1model software switch (simple_switch-compatible start-up)")
+    p.add_argument("program", help="P4-16 source file written for v1model")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFNAME",
+                   help="attach interface IFNAME as port PORT (repeatable)")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--thrift-port", type=int, default=None,
+                   help="runtime control port on 127.0.0.1 (default 9090 + device id)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--log-console", action="store_true", help="log to stderr (the default)")
+    out.add_argument("--log-file", metavar="F", help="log to file F instead of stderr")
+    p.add_argument("--pcap", metavar="DIR", help="write <ifname>_in.pcap and <ifname>_out.pcap per port into DIR")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
+    p.add_argument("--link-emu", action="append", default=[], metavar="PORT:delay_ms=D,...",
+                   help="user-space delay/jitter/loss on egress PORT (for kernels without netem)")
+    p.add_argument("--trace", action="store_true", help="log every packet in and out")
+    p.add_argument("--stats-file", metavar="F",
+                   help="on exit, write packet counters (pipeline, ports, link emulation) to F as JSON")
+    return p.parse_args(argv)
+
+
+def _setup_logging(args) -> None:
+    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(message)s", "%H:%M:%S"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
+def _fail(args, message: str) -> None:
+    """A start-up error: on stderr always, and in the log file when there is one (the Mininet
+    class shows that file's tail when a switch does not come up)."""
+    if args.log_file:
+        log.error("%s", message)
+        if _same_file(sys.stderr, args.log_file):
+            return   # the Mininet class sends stderr to the log file too: say it once
+    print(message, file=sys.stderr)
+
+
+def _same_file(stream, path: str) -> bool:
+    try:
+        a, b = os.fstat(stream.fileno()), os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _parse_defines(items: list[str]) -> dict[str, str]:
+    defines = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not name:
+            raise ValueError(f"bad -D {item!r}: expected NAME=VALUE or NAME")
+        defines[name] = value if eq else "1"
+    return defines
+
+
+def _load_switch(args, defines):
+    from softswitch.target.switch import Switch
+    kwargs = {"defines": defines, "device_id": args.device_id, "log": log}
+    if args.include_dirs:
+        kwargs["include_dirs"] = tuple(args.include_dirs)
+    return Switch.from_file(args.program, **kwargs)
+
+
+def _start_control_server(switch, port: int):
+    from softswitch.control.commands import RuntimeAPI
+    from softswitch.control.server import ControlServer
+    return ControlServer(RuntimeAPI(switch.state), port, log=log.info)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    _setup_logging(args)
+    from softswitch.frontend.errors import P4Error
+    try:
+        ifaces = dict(parse_interface_spec(s) for s in args.interface)
+        emu = dict(parse_link_emu_spec(s) for s in args.link_emu)
+        defines = _parse_defines(args.defines)
+    except ValueError as e:
+        print(f"softswitch: {e}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(emu) - set(ifaces))
+    if unknown:
+        print(f"softswitch: --link-emu names port(s) {unknown} that have no -i interface", file=sys.stderr)
+        return 2
+    control_port = args.thrift_port if args.thrift_port is not None else 9090 + args.device_id
+
+    try:
+        switch = _load_switch(args, defines)
+    except P4Error as e:
+        _fail(args, e.format())
+        return 1
+    except OSError as e:
+        _fail(args, f"softswitch: cannot read program {args.program}: {e.strerror}")
+        return 1
+
+    ports: dict[int, Port] = {}
+    try:
+        for number, ifname in ifaces.items():
+            ports[number] = Port(number, ifname)
+        server = _start_control_server(switch, control_port)
+    except OSError as e:   # a PortError's or the control server's message names what to check
+        _fail(args, f"softswitch: {e.strerror or e}")
+        for p in ports.values():
+            p.close()
+        return 1
+
+    pcaps = PortPcaps(args.pcap, ifaces) if args.pcap else None
+    loop = SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
+    server.register(loop.selector)
+    install_signal_wakeup(loop)
+    for number, cfg in emu.items():
+        log.info("link emulation on port %d (%s): delay %g ms, jitter %g ms, loss %g %%, seed %s, timer %s",
+                 number, ifaces[number], cfg.delay_ms, cfg.jitter_ms, cfg.loss_pct, cfg.seed,
+                 "timerfd" if loop.timer else "epoll-ms")
+
+    def ready():
+        port_list = " ".join(f"{n}@{name}" for n, name in sorted(ifaces.items()))
+        log.info("ready: pid %d device %d ports [%s] control port 127.0.0.1:%d program %s",
+                 os.getpid(), args.device_id, port_list, getattr(server, "port", control_port), args.program)
+        for h in log.handlers:
+            h.flush()
+
+    # SOFTSWITCH_PROFILE=FILE: run the loop under cProfile and dump the stats to FILE on
+    # exit (softswitch.bench --profile uses it to show where per-packet time goes).
+    profile_path = os.environ.get("SOFTSWITCH_PROFILE")
+    profiler = None
+    if profile_path:
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        loop.run(on_ready=ready)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
+        final = final_stats(loop, switch)
+        log.info("stopping: packets_in %d, stats %s, ports %s, link-emu %s, unknown egress port drops %d",
+                 final["packets_in"], final["pipeline"], final["ports"], final["link_emu"],
+                 final["unknown_egress_port_drops"])
+        if args.stats_file:
+            write_stats(args.stats_file, final)
+        close = getattr(server, "close", None)
+        if close:
+            close()
+        loop.close()
+        logging.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
