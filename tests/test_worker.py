@@ -227,3 +227,18 @@ def test_duration_stops_every_worker_after_the_same_iteration(tmp_path):
     # 0.5 s per iteration; the flag is raised at the start of the iteration after 2.0 s
     assert len(its) == 5 and ev[-1]["reason"] == "duration reached"
     assert set(seen) == {its[0]["gradient_bytes"] // 4 + 1}            # the flag rides along
+
+
+def test_ina_comm_stats_count_per_iteration():
+    """comm_stats' counts are the iteration's, so the pipeline may sum them over iterations."""
+    from schemes.ina.communicator import InaCommunicator
+    from workers.communicator import Me
+    c = InaCommunicator({"client": {"job": 1, "agg_ip": AGG_IP, "sender": 0, "fan_in": 1, "window": 4},
+                         "clip": 4.0}, Me("w", 0, 1, "127.0.45.1"))
+    try:
+        c.client.stats.duplicate_results = 3
+        assert c.stats()["duplicate_results"] == 3
+        c.client.stats.duplicate_results = 5
+        assert c.stats()["duplicate_results"] == 2 and c.stats()["duplicate_results"] == 0
+    finally:
+        c.close()

@@ -12,8 +12,9 @@ scheme's plan wrote, `me` the worker's identity (`Me`).
                                           result: the sum over all workers, the same on
                                           every worker
     counters() -> Counters                cumulative since construction
-    stats() -> dict                       scheme-specific diagnostics, logged per iteration
-                                          as iteration_end.comm_stats ({} if none)
+    stats() -> dict                       scheme-specific diagnostics, called once per
+                                          iteration and logged as iteration_end.comm_stats
+                                          ({} if none); counts in it are this iteration's
     describe() -> dict                    fixed facts, logged once in comm_ready
     error_bound(grads) -> float           max |result - exact float64 sum| the scheme
                                           guarantees for these inputs (verify mode)

@@ -21,7 +21,10 @@ from workers.ina_client import ClientConfig, InaClient
 
 
 class InaCommunicator(CommunicatorBase):
+    COUNTED = ("duplicate_results", "cwnd_decreases", "cwnd_undos")
+
     def __init__(self, comm: dict, me: Me):
+        self._counted: dict = {}
         self.client = InaClient(ClientConfig(**comm["client"]))
         if comm.get("rto_margin_s") is not None:
             # RFC 6298's clock granularity G is the RTO's floor above SRTT. Result times of
@@ -46,10 +49,14 @@ class InaCommunicator(CommunicatorBase):
         return Counters(s.bytes_sent, s.bytes_received, s.sent, s.retransmissions)
 
     def stats(self) -> dict:
+        """This iteration's counts (since the last call: the loop calls it once per
+        iteration) and the estimator's state at its end."""
         c = self.client
-        return {"duplicate_results": c.stats.duplicate_results, "overflow": c.overflow,
-                "srtt_s": c.rtt.srtt, "rto_s": c.rtt.rto, "cwnd": c.cc.cwnd,
-                "cwnd_decreases": c.stats.cwnd_decreases, "cwnd_undos": c.stats.cwnd_undos}
+        now = {k: getattr(c.stats, k) for k in self.COUNTED}
+        counts = {k: now[k] - self._counted.get(k, 0) for k in self.COUNTED}
+        self._counted = now
+        return {**counts, "overflow": c.overflow, "srtt_s": c.rtt.srtt, "rto_s": c.rtt.rto,
+                "cwnd": c.cc.cwnd}
 
     def describe(self) -> dict:
         cfg = self.client.cfg
