@@ -3,6 +3,7 @@
 
   python3 run.py run SCENARIO [--set key=value]... [--out DIR] [--cli]
   python3 run.py validate FILE...
+  python3 run.py predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
   python3 run.py clean
   python3 run.py bench switch|topology|schemes|ina
   python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR]
@@ -28,6 +29,11 @@ def cmd_run(a) -> int:
     except RunInterrupted:
         return 130
     return 0   # each run already printed "results: <folder> (complete|INCOMPLETE ...)"
+
+
+def cmd_predict(a) -> int:
+    from testbed.fidelity import main
+    return main(a.scenario, a.set, a.schemes)
 
 
 def cmd_validate(a) -> int:
@@ -89,6 +95,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--prefix", default="", help="node-name prefix (1-3 letters) so that "
                    "several runs can share one machine")
     r.set_defaults(fn=cmd_run)
+    pr = sub.add_parser("predict", help="the model's iteration time (no emulation; any scale)")
+    pr.add_argument("scenario")
+    pr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a scenario field, as for run")
+    pr.add_argument("--schemes", default=None, help="comma-separated schemes: a table of them "
+                    "on the same scenario (default: the scenario's scheme, with its terms)")
+    pr.set_defaults(fn=cmd_predict)
     v = sub.add_parser("validate", help="check scenario files")
     v.add_argument("files", nargs="+")
     v.set_defaults(fn=cmd_validate)

@@ -18,6 +18,8 @@ from analysis.style import (BANDWIDTH_COLOR, legend_above, new_figure, note_dila
                             scheme_sort_key, scheme_style)
 
 LABELS = {
+    "model_iteration_time_s": "Model iteration time (s; model output)",
+    "measured_over_model": "Measured / model",
     "wan.default.bandwidth_mbps": "WAN bandwidth (Mbps)",
     "wan.default.delay_ms": "WAN one-way delay (ms)",
     "wan.default.loss_pct": "WAN loss (%)",

@@ -30,6 +30,10 @@ from analysis.style import save, scheme_sort_key, scheme_style
 
 SUMMARY_METRICS = ("iteration_time_mean_s", "iteration_time_p99_s", "comm_time_mean_s", "goodput_mbps",
                    "wan_bytes_per_iteration", "time_to_accuracy_s")
+# beside the measured iteration time: the model's (model output, summary.json "model";
+# testbed/fidelity.py) and measured / model
+MODEL_COLUMNS = ("model_iteration_time_s", "measured_over_model")
+TABLE_METRICS = SUMMARY_METRICS[:1] + MODEL_COLUMNS + SUMMARY_METRICS[1:]
 
 
 class ReportError(ValueError):
@@ -283,7 +287,7 @@ class SweepReport:
         groups: dict[tuple, list[dict]] = {}
         for r in self.rows:
             groups.setdefault(tuple(json.dumps(r.get(a)) for a in axes), []).append(r)
-        metrics = [m for m in SUMMARY_METRICS if any(F._num(r.get(m)) == F._num(r.get(m)) for r in self.ok)]
+        metrics = [m for m in TABLE_METRICS if any(F._num(r.get(m)) == F._num(r.get(m)) for r in self.ok)]
         head = [_short_axis(a) for a in axes] + ["ok/runs"] + [F.label(m) for m in metrics] + \
             ([f"speedup vs {base}"] if sp else [])
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -386,10 +390,11 @@ def _run_condition(run: RunData, runs: list[RunData]) -> str:
 
 
 def runs_table(runs: list[RunData]) -> str:
-    cols = ["run", "scheme", "complete", "iterations"] + list(SUMMARY_METRICS) + ["retransmissions", "switch_drops"]
+    from testbed.fidelity import model_columns
+    cols = ["run", "scheme", "complete", "iterations"] + list(TABLE_METRICS) + ["retransmissions", "switch_drops"]
     lines = ["| " + " | ".join(F.label(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for r in runs:
-        m = r.metrics()
+        m = dict(r.metrics(), **model_columns(r.summary))
         m["run"] = r.path.name
         cells = []
         for c in cols:

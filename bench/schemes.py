@@ -20,8 +20,11 @@ Bound ratios at the middle bandwidth, S = 4 x parameters bytes, B = WAN rate:
   ina  measured comm of geo-ina / (S / B): at least one gradient-sized partial sum must
        cross a WAN link (the issue's INA bound; flat ina, which sends every remote
        worker's packets over the WAN, is bounded by 4 S / B like ps)
-Last line:
+Model: every row also has the scheme's model (schemes/<name>/model.py, model output, real-world
+seconds) and measured / model; model_ratio_max is the worst (largest) ratio at the middle
+bandwidth, with its scheme. Last line:
 schemes: speedup_geo_ina_vs_ps=... speedup_ring_vs_ps=... bound_ratio_ps=... bound_ratio_ina=...
+         model_ratio_max=... (scheme)
 """
 from __future__ import annotations
 
@@ -63,7 +66,10 @@ def run_one(scn: dict, workdir: Path, out: Path) -> dict:
     run = RunData.load(d)
     if not run.summary.get("complete"):
         raise RuntimeError(f"{scn['name']}: run incomplete ({run.summary.get('reason')}); see {d}")
-    return dict(run.metrics(), _warnings=run.summary.get("warnings") or [], _dir=str(d))
+    model = run.summary.get("model") or {}
+    return dict(run.metrics(), _warnings=run.summary.get("warnings") or [], _dir=str(d),
+                _model_s=model.get("model_iteration_time_s"), _ratio=model.get("measured_over_model"),
+                _largest=max((model.get("terms") or {}).items(), key=lambda kv: kv[1], default=("", 0))[0])
 
 
 def bound_ratios(rows: dict, parameters: int, wan_mbps: float) -> dict:
@@ -107,13 +113,16 @@ def main(argv=None) -> int:
                       f"({len(row['_warnings'])} warning(s))", flush=True)
     print(f"\n{a.parameters} float32 parameters ({4 * a.parameters / 1e6:.2f} MB) per worker, "
           f"3 DC x {WORKERS_PER_DC} workers, time dilation {a.dilation:g}, real-world seconds")
-    print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'comm s':>8} {'MB/iter':>8} {'WAN MB':>8} "
-          f"{'speedup':>8}  switch-limited")
+    print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'model s':>8} {'ratio':>6} {'comm s':>8} "
+          f"{'MB/iter':>8} {'WAN MB':>8} {'speedup':>8}  switch-limited  (model: analytic, "
+          f"schemes/<name>/model.py; ratio = measured / model)")
     mb = lambda v: _f(None if v is None else v / 1e6, 2)
     for bw, rows in results.items():
         for line in speedup_table(rows, "ps"):
             limited = any("limited" in w for w in rows[line["scheme"]]["_warnings"])
+            row = rows[line["scheme"]]
             print(f"{bw:>8g} {line['scheme']:>8} {_f(line['time_per_iteration_s']):>8} "
+                  f"{_f(row.get('_model_s')):>8} {_f(row.get('_ratio'), 2):>6} "
                   f"{_f(line['comm_per_iteration_s']):>8} {mb(line['bytes_sent_per_iteration']):>8} "
                   f"{mb(line['wan_bytes_per_iteration']):>8} "
                   f"{_f(line['speedup_iteration'], 2):>8}  {'yes' if limited else 'no'}")
@@ -121,8 +130,14 @@ def main(argv=None) -> int:
     table = {r["scheme"]: r for r in speedup_table(results[mid], "ps")}
     b = bound_ratios(results[mid], a.parameters, mid)
     get = lambda s: _f(table[s]["speedup_iteration"], 2) if s in table else "-"
+    worst = max(((r["_ratio"], s) for s, r in results[mid].items() if r.get("_ratio") is not None),
+                default=(None, None))
+    if worst[1]:
+        print(f"worst measured/model at {mid:g} Mbps: {worst[1]} (largest model term: "
+              f"{results[mid][worst[1]]['_largest']})")
     print(f"schemes: speedup_geo_ina_vs_ps={get('geo-ina')} speedup_ring_vs_ps={get('ring')} "
-          f"bound_ratio_ps={_f(b.get('ps'), 2)} bound_ratio_ina={_f(b.get('ina'), 2)}")
+          f"bound_ratio_ps={_f(b.get('ps'), 2)} bound_ratio_ina={_f(b.get('ina'), 2)} "
+          f"model_ratio_max={_f(worst[0], 2)}{'' if worst[1] is None else f' ({worst[1]})'}")
     return 0
 
 

@@ -101,7 +101,11 @@ def default_root_dc(g: nx.Graph, dcs: list[int] | None = None) -> int:
     """The datacenter (index) whose gateway has the best total RTT to the others."""
     gws = _gateways(g)
     dcs = sorted(dcs or gws)
-    return min(dcs, key=lambda d: (sum(_rtt_ms(g, gws[d], gws[o]) for o in dcs if o != d), d))
+
+    def total(d):   # one Dijkstra per datacenter, not one per pair (hundreds of DCs)
+        dist = nx.single_source_dijkstra_path_length(g, gws[d], weight="delay_ms")
+        return sum(2 * dist[gws[o]] for o in dcs if o != d)
+    return min(dcs, key=lambda d: (total(d), d))
 
 
 def resolve_root(g: nx.Graph, root, dcs: list[int]) -> int:

@@ -8,6 +8,9 @@ A scheme folder `schemes/<name>/` holds
                     worker's communicator needs, server processes, switch entries
   communicator.py   the worker side (workers/communicator.py says what it must offer);
                     runs inside the one worker loop, workers/worker.py
+  model.py          predict(graph, scenario, options) -> schemes.model.Prediction: pure
+                    analytic model of its iteration time on the real-world (undilated)
+                    graph, the terms it adds up (docs/model.md)
   README.md         what it does, where it comes from, its options
 and `__init__.py`, which declares `SCHEME = Scheme(...)`. The registry
 (schemes/__init__.py) maps names to folders, one line each.
@@ -54,6 +57,8 @@ class Scheme:
     communicator: str                # "module:Class" loaded by the worker process
     program: str | None = None       # switch program it needs (None: plain forwarding)
     summary: str = ""                # one line for listings
+    model: Callable | None = None    # predict(graph, scenario, options) -> schemes.model.Prediction
+                                     # (real-world graph; None: the scheme has no model yet)
 
     def parse_options(self, raw: dict | None) -> Options:
         return self.options.model_validate(dict(raw or {}))

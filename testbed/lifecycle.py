@@ -284,6 +284,14 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             except Exception as e:   # the summary is written whatever happens
                 summary["metrics"] = None
                 summary["warnings"].append(f"metrics could not be computed: {e!r}")
+            try:   # the model beside the measurement (model output, testbed/fidelity.py)
+                from testbed.fidelity import model_section
+                summary["model"], warns = model_section(scn, summary.get("metrics"))
+                summary["warnings"] += warns
+                state["warnings"] += warns
+            except Exception as e:
+                summary["model"] = None
+                summary["warnings"].append(f"model could not be computed: {e!r}")
             results.write_json(run_dir / "summary.json", summary)
             for w in state["warnings"][len(plan.warnings):]:   # plan's were logged at start
                 log(f"warning: {w}")

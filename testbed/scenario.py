@@ -34,23 +34,32 @@ class ScenarioError(ValueError):
 
 
 # ---------------------------------------------------------------- loading
-def load_scenario(path, overrides: Iterable[str] = ()) -> Scenario:
+def load_scenario(path, overrides: Iterable[str] = (), emulation_limits: bool = True,
+                  scheme: str | None = None) -> Scenario:
+    """A validated scenario. emulation_limits=False (run.py predict only) skips the checks
+    that protect this machine's emulation (at most MAX_DATACENTERS datacenters and
+    MAX_WORKERS_TOTAL workers, htb's rate ceiling), never the others. scheme: the same
+    scenario with another scheme (its scheme_options dropped unless it is the file's)."""
     source = str(path)
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise ScenarioError(source, "", f"cannot read the file ({e.strerror})") from None
-    return parse_scenario(text, source, overrides)
+    return parse_scenario(text, source, overrides, emulation_limits, scheme)
 
 
-def parse_scenario(text: str, source: str = "<string>", overrides: Iterable[str] = ()) -> Scenario:
+def parse_scenario(text: str, source: str = "<string>", overrides: Iterable[str] = (),
+                   emulation_limits: bool = True, scheme: str | None = None) -> Scenario:
     raw = _parse_yaml(text, source)
     raw = apply_overrides(raw, overrides, source)
+    if scheme is not None and scheme != raw.get("scheme"):
+        raw = {k: v for k, v in raw.items() if k != "scheme_options"}
+        raw["scheme"] = scheme
     try:
         scn = Scenario.model_validate(raw)
     except ValidationError as e:
         raise _to_scenario_error(e, raw, source) from None
-    check_scenario(scn, source)
+    check_scenario(scn, source, emulation_limits)
     return scn
 
 
@@ -266,21 +275,23 @@ def _model_fields_at(loc, raw) -> list[str]:
 
 
 # ---------------------------------------------------------------- whole-scenario checks
-def check_scenario(scn: Scenario, source: str) -> None:
-    """Checks that need more than one field. Raises ScenarioError on the first problem."""
+def check_scenario(scn: Scenario, source: str, emulation_limits: bool = True) -> None:
+    """Checks that need more than one field. Raises ScenarioError on the first problem.
+    emulation_limits=False skips the limits of this machine's emulation (load_scenario)."""
     def fail(path, problem):
         raise ScenarioError(source, path, problem)
 
     n = len(scn.datacenters)
-    if not MIN_DATACENTERS <= n <= MAX_DATACENTERS:
+    top = MAX_DATACENTERS if emulation_limits else 254   # 10.D.x.x: the addressing plan's limit
+    if not MIN_DATACENTERS <= n <= top:
         fail("datacenters", f"{n} datacenter{'' if n == 1 else 's'} given; this testbed supports "
-                            f"{MIN_DATACENTERS} to {MAX_DATACENTERS}")
+                            f"{MIN_DATACENTERS} to {top}")
     names = [dc.name for dc in scn.datacenters]
     for i, name in enumerate(names):
         if names.index(name) != i:
             fail(f"datacenters.{i}.name", f"duplicate datacenter name {name!r}")
     total = scn.total_workers
-    if total > MAX_WORKERS_TOTAL:
+    if emulation_limits and total > MAX_WORKERS_TOTAL:
         per = ", ".join(f"{dc.name}: {dc.racks}x{dc.workers_per_rack}" for dc in scn.datacenters)
         fail("datacenters", f"{total} workers in total ({per}); at most {MAX_WORKERS_TOTAL} "
                             f"fit on this machine: lower racks or workers_per_rack")
@@ -327,7 +338,8 @@ def check_scenario(scn: Scenario, source: str) -> None:
             fail(f"stragglers.persistent.{k}.worker",
                  f"unknown worker {s.worker!r} (host ids look like h1r1w1; see docs/addressing.md)")
 
-    _check_rates(scn, fail)
+    if emulation_limits:
+        _check_rates(scn, fail)
     _check_scheme_options(scn, fail)
 
 

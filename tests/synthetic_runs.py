@@ -124,6 +124,9 @@ def write_run(out_root, scenario, overrides=(), run_id: str | None = None) -> Pa
                "bandwidth_changes": changes}
     (d / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     summary.update(summary_sections(d, summary))
+    from testbed.fidelity import model_section   # as testbed/lifecycle.py adds it
+    summary["model"], warns = model_section(scn, summary["metrics"])
+    summary["warnings"] += warns
     (d / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return d
 

@@ -156,6 +156,14 @@ class WorkloadSpec:
                    float(workload.get("lr", 0.1)), clip=clip)
 
 
+def parameter_count(workload: dict) -> int:
+    """Values a worker aggregates per iteration, from the scenario's `workload` section,
+    without building the data set (models of the iteration time need only the size)."""
+    spec = WorkloadSpec.from_scenario(workload)
+    m = Model(spec.model, spec.data.dims, spec.data.classes)
+    return max(spec.parameters, m.size) if spec.kind == "synthetic" else m.size
+
+
 class Workload:
     """One worker's view of the job: same object (same seed) on every worker."""
 

@@ -52,7 +52,8 @@ def auto_window(graph, tree, k: int, slots: int | None = None) -> int:
 def longest_rtt_ms(graph, tree) -> float:
     """Longest worker -> root -> worker path delay (dilated graph, ms)."""
     root_sw = tree.points[tree.root].switch
-    return max(2 * nx.shortest_path_length(graph, w, root_sw, weight="delay_ms") for w in tree.workers)
+    dist = nx.single_source_dijkstra_path_length(graph, root_sw, weight="delay_ms")
+    return max(2 * dist[w] for w in tree.workers)
 
 
 def rto_floor_ms(opts: InaOptions, graph, tree) -> float:
@@ -96,18 +97,24 @@ def client_config(graph, scenario, tree, o: InaOptions, host: str, k: int) -> di
         max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control))
 
 
+def tree_for(shape: str, graph, scenario, o: InaOptions):
+    """(aggregation tree with its window, k) of a tree shape: what plan and model share."""
+    check_program(scenario)
+    k = program_k(scenario)
+    if o.k is not None and o.k != k:
+        raise ValueError(f"scheme_options.k is {o.k} but the switches are compiled with "
+                         f"AGG_K={k}: set switch.defines.AGG_K: {o.k} or drop one")
+    tree = build_tree(graph, job=o.job, scheme=shape, root=o.root,
+                      window=64 if o.window == "auto" else o.window)
+    if o.window == "auto":
+        tree.window = auto_window(graph, tree, k)
+    return tree, k
+
+
 def plan_for(shape: str):
     """The plan function of a tree shape: "ina" (flat) or "geo-ina" (by location)."""
     def plan(graph, scenario, o: InaOptions) -> Plan:
-        check_program(scenario)
-        k = program_k(scenario)
-        if o.k is not None and o.k != k:
-            raise ValueError(f"scheme_options.k is {o.k} but the switches are compiled with "
-                             f"AGG_K={k}: set switch.defines.AGG_K: {o.k} or drop one")
-        tree = build_tree(graph, job=o.job, scheme=shape, root=o.root,
-                          window=64 if o.window == "auto" else o.window)
-        if o.window == "auto":
-            tree.window = auto_window(graph, tree, k)
+        tree, k = tree_for(shape, graph, scenario, o)
         workers = sorted(tree.workers, key=lambda n: graph.nodes[n]["worker_index"])
         margin_s = rto_margin_ms(o, graph, tree) / 1000.0
         comm = {h: {"client": client_config(graph, scenario, tree, o, h, k),

@@ -2,7 +2,8 @@
 pushes its gradient over TCP and pulls the sum (MXNet-like baseline). README.md."""
 from schemes.base import Scheme
 from schemes.ps.options import PsOptions
+from schemes.ps.model import predict
 from schemes.ps.plan import COMMUNICATOR, plan
 
 SCHEME = Scheme("ps", PsOptions, plan, COMMUNICATOR,
-                summary="parameter server over TCP (MXNet-like)")
+                summary="parameter server over TCP (MXNet-like)", model=predict)

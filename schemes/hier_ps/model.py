@@ -1,0 +1,45 @@
+"""Model of hier-ps (docs/model.md): workers stream to their datacenter's server over the
+LAN, each local server streams one partial sum to the global server over the WAN and the
+sums stream back the same way; ps's terms on that two-level tree (its depth adds the
+LAN round trip to the WAN one)."""
+from __future__ import annotations
+
+from schemes import model as M
+from schemes.hier_ps.options import HierPsOptions
+from schemes.hier_ps.plan import plan
+from schemes.ps.model import tcp_tree_terms
+from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
+
+
+def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
+    pl = plan(graph, scenario, o)
+    net = M.Net(graph)
+    load = M.Load(net)
+    per = M.framed(M.parameters(scenario), DEFAULT_CHUNK_VALUES, HEADER.size)
+    g_host = pl.info["global_host"]
+    local = {graph.nodes[w]["dc_index"]: pl.comm[w]["servers"][0][0] for w in pl.workers}
+    ip_host = {graph.nodes[h]["ip"]: h for h in graph.nodes if graph.nodes[h]["role"] == "host"}
+    local = {dc: ip_host[ip] for dc, ip in local.items()}
+    lan, wan = [], []
+    for w in pl.workers:
+        h = local[graph.nodes[w]["dc_index"]]
+        if w != h:
+            load.tcp(w, h, per)
+            load.tcp(h, w, per)
+            lan += [(w, h, per), (h, w, per)]
+    for h in local.values():
+        if h != g_host:
+            load.tcp(h, g_host, per)
+            load.tcp(g_host, h, per)
+            wan += [(h, g_host, per), (g_host, h, per)]
+    comp = M.compute(graph, scenario, pl.workers)
+    notes = []
+    limits = M.link_limits(load, scenario)
+    fl = M.tcp_flow_limit(load, lan + wan, scenario)
+    if fl:
+        limits[fl[0]] = fl[1]
+    add = tcp_tree_terms(net, load, wan or lan, comp, scenario, 4 * DEFAULT_CHUNK_VALUES + HEADER.size,
+                         notes)
+    add["propagation (tree depth: longest worker-local server round trip)"] = \
+        max((net.rtt(a, b) for a, b, _ in lan), default=0.0) if wan else 0.0
+    return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))

@@ -1,0 +1,44 @@
+"""Model of ina and geo-ina (docs/model.md): every worker sends ceil(N / k) aggregation
+frames of frame_bytes(k) bytes to its aggregation point; each point sends one frame per
+chunk up when complete and multicasts results down, one frame per chunk per child. With
+W slots per worker in flight and the longest worker-root-worker round trip R, at most
+W chunks complete per R. Iteration: the largest of the busiest link's serialization,
+the window limit and the busiest switch's packet rate, plus one round trip for the last
+chunk."""
+from __future__ import annotations
+
+import math
+
+from schemes import model as M
+from schemes.ina.options import InaOptions
+from schemes.ina.plan import tree_for
+from workers.agg_packet import frame_bytes
+
+
+def model_for(shape: str):
+    def predict(graph, scenario, o: InaOptions) -> M.Prediction:
+        tree, k = tree_for(shape, graph, scenario, o)
+        net = M.Net(graph)
+        load = M.Load(net)
+        chunks = math.ceil(M.parameters(scenario) / k)
+        frame = frame_bytes(k)
+        for p in tree.points.values():
+            for c in p.children:
+                load.frames(c.node, p.switch, chunks, frame)    # contributions / partial sums up
+                load.frames(p.switch, c.node, chunks, frame)    # results down (multicast replica)
+        workers = sorted(tree.workers, key=lambda n: graph.nodes[n]["worker_index"])
+        root_sw = tree.points[tree.root].switch
+        rtt = max(net.rtt(w, root_sw) for w in workers)
+        comp = M.compute(graph, scenario, workers)
+        limits = M.link_limits(load, scenario)
+        w = tree.window
+        limits[f"window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
+               f"({chunks} chunks of k={k})"] = max(0.0, chunks / w - 1) * rtt
+        add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt}
+        notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
+                 "the congestion window persists across iterations and has no restart after "
+                 "idle; it starts at 16 packets in the first iteration (warm-up, not modelled)"]
+        if any(a.get("loss_pct") for _, _, a in graph.edges(data=True)):
+            notes.append("loss not modelled for INA (each loss costs a retransmission timeout)")
+        return M.assemble(shape, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    return predict

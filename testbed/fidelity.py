@@ -1,0 +1,93 @@
+"""The model beside the measurement: predictions of a scenario (run.py predict) and the
+measured/model ratio of a run (summary.json's "model" section).
+
+The model (schemes/<name>/model.py, schemes/model.py) takes the real-world graph, never
+the dilated one, so its seconds compare with analysis/measure.py's row directly. It is
+model output, labelled so everywhere; measure.py stays the only definition of measured
+metrics.
+"""
+from __future__ import annotations
+
+from topologies.graph import build_graph
+
+# measured / model outside this band: the run warns and names the model's largest term
+BAND = (0.9, 1.2)
+
+
+def predict_scenario(scn, scheme: str | None = None):
+    """The Prediction of a validated scenario (its own scheme unless `scheme` is given:
+    then `scn` must have been loaded for that scheme, testbed.scenario.load_scenario)."""
+    from schemes.model import predict
+    return predict(scheme or scn.scheme, build_graph(scn), scn)
+
+
+def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
+    """(summary.json's "model" section, warnings). The section is the prediction
+    (kind "model", terms, limits, notes) plus model_iteration_time_s and
+    measured_over_model = metrics' iteration_time_mean_s / the model's iteration_s."""
+    p = predict_scenario(scn)
+    sec = p.as_dict()
+    measured = (metrics or {}).get("iteration_time_mean_s")
+    ratio = measured / p.iteration_s if measured is not None and p.iteration_s > 0 else None
+    sec["model_iteration_time_s"] = round(p.iteration_s, 6)
+    sec["measured_over_model"] = None if ratio is None else round(ratio, 4)
+    sec["band"] = list(BAND)
+    warnings = []
+    if ratio is not None and not BAND[0] <= ratio <= BAND[1]:
+        name, secs = p.largest_term()
+        warnings.append(f"measured {ratio:.2f}x the model ({measured:.3f} s vs {p.iteration_s:.3f} s "
+                        f"per iteration, band {BAND[0]}-{BAND[1]}); largest term: {name} "
+                        f"({secs:.3f} s)")
+    return sec, warnings
+
+
+def model_columns(summary: dict | None) -> dict:
+    """model_iteration_time_s and measured_over_model of a run's summary (None if absent)."""
+    m = (summary or {}).get("model") or {}
+    return {"model_iteration_time_s": m.get("model_iteration_time_s"),
+            "measured_over_model": m.get("measured_over_model")}
+
+
+# ---------------------------------------------------------------- run.py predict
+def _fmt_table(rows: list[tuple]) -> str:
+    w = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(c).rjust(w[i]) if i else str(c).ljust(w[i]) for i, c in enumerate(r))
+                     for r in rows)
+
+
+def main(scenario: str, overrides: list[str], schemes_arg: str | None = None, out=print) -> int:
+    from testbed.scenario import load_scenario
+    base = load_scenario(scenario, overrides, emulation_limits=False)
+    names = [s.strip() for s in schemes_arg.split(",")] if schemes_arg else [base.scheme]
+    n_w = base.total_workers
+    out(f"MODEL OUTPUT (analytic, schemes/<name>/model.py; not a measurement): {base.name}, "
+        f"{len(base.datacenters)} datacenters, {n_w} workers, real-world seconds")
+    preds, errors = {}, {}
+    for name in names:
+        try:
+            scn = base if name == base.scheme else load_scenario(scenario, overrides, False, name)
+            preds[name] = predict_scenario(scn, name)
+        except Exception as e:   # a scheme whose plan refuses the scenario (e.g. fan-in)
+            errors[name] = str(e).splitlines()[0]
+    if len(names) == 1 and preds:
+        p = preds[names[0]]
+        out(f"model: scheme {p.scheme}: {p.iteration_s:.4f} s per iteration (comm {p.comm_s:.4f} s, "
+            f"compute {p.compute_s:.4f} s), WAN {p.wan_bytes_per_iteration / 1e6:.3f} MB per iteration")
+        out("model terms (they add up):")
+        for k, v in p.terms.items():
+            out(f"  {v:10.4f} s  {k}")
+        out("model limits (candidate bottlenecks; the largest is the term above):")
+        for k, v in p.limits.items():
+            out(f"  {v:10.4f} s  {k}")
+        for n in p.notes:
+            out(f"  note: {n}")
+    elif preds:
+        rows = [("scheme", "model s/iter", "comm s", "WAN MB/iter", "largest term")]
+        for name, p in preds.items():
+            t, _ = p.largest_term()
+            rows.append((name, f"{p.iteration_s:.4f}", f"{p.comm_s:.4f}",
+                         f"{p.wan_bytes_per_iteration / 1e6:.3f}", t))
+        out(_fmt_table(rows))
+    for name, e in errors.items():
+        out(f"model: scheme {name}: no prediction: {e}")
+    return 0 if preds else 1
