@@ -1,0 +1,179 @@
+"""The schemes' models (schemes/<name>/model.py) against hand-worked cases, predict at a
+scale the emulation cannot hold, and the fidelity fields of a run's summary (no root)."""
+from __future__ import annotations
+
+import math
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import schemes
+from schemes import model as M
+from testbed.scenario import ScenarioError, parse_scenario
+from topologies.graph import build_graph
+from workers.agg_packet import frame_bytes
+
+REPO = Path(__file__).resolve().parent.parent
+N = 262144                       # 1 MiB of float32
+S = 4 * N
+
+
+def scn(scheme="ps", dcs=2, per_dc=1, mbps=50.0, delay=50.0, compute="{model: constant, value_ms: 0}",
+        extra="", limits=True):
+    names = "".join(f"\n  - {{name: d{i}, lat: 0, lon: {i * 3}, racks: 1, workers_per_rack: {per_dc}}}"
+                    for i in range(dcs))
+    text = f"""
+name: m
+datacenters:{names}
+wan: {{default: {{bandwidth_mbps: {mbps}, delay_ms: {delay}}}}}
+intra_dc:
+  access: {{bandwidth_mbps: 1000, delay_ms: 0}}
+  uplink: {{bandwidth_mbps: 1000, delay_ms: 0}}
+scheme: {scheme}
+workload: {{kind: synthetic, parameters: {N}}}
+compute_time: {compute}
+iterations: 5
+{extra}
+"""
+    return parse_scenario(text, "<model>", emulation_limits=limits)
+
+
+def predict(sc):
+    return M.predict(sc.scheme, build_graph(sc), sc)
+
+
+def tcp_bytes(payload, acks=False):
+    """Bytes of a stream on the wire; acks: plus the ACKs of the stream coming the other
+    way on the same link (push and pull share each direction with the other's ACKs)."""
+    segs = math.ceil(payload / M.MSS)
+    return payload + segs * M.SEG_OVERHEAD + (math.ceil(segs / 2) * 66 if acks else 0)
+
+
+def test_every_scheme_has_a_model_whose_terms_add_up():
+    for name in schemes.NAMES:
+        assert schemes.get(name).model is not None, name
+        p = predict(scn(name, 2, 2))
+        assert p.kind == "model"
+        assert p.iteration_s == pytest.approx(sum(p.terms.values()))
+        assert p.iteration_s > 0 and p.wan_bytes_per_iteration > 0
+
+
+def test_ps_one_bottleneck_known_rtt():
+    # 2 DCs x 1 worker: the server on d0's worker; d1's worker pushes S over the WAN
+    # (50 Mbps, one-way 50 ms) and pulls the sum back: serialization of S + framing +
+    # TCP/IP/Ethernet headers, plus one round trip, plus the last chunk's return
+    p = predict(scn("ps"))
+    payload = S + (N // 4096) * 24
+    ser = 8 * tcp_bytes(payload, acks=True) / 50e6
+    last = 8 * tcp_bytes(4 * 4096 + 24) / 50e6
+    assert p.terms["serialization at g2->g1 (wan 50 Mbps)"] == pytest.approx(ser, rel=1e-3)
+    assert p.iteration_s == pytest.approx(ser + 0.100 + last, rel=1e-3)
+    data, acks = M.tcp_wire(payload)
+    assert p.wan_bytes_per_iteration == pytest.approx(2 * (data + acks))
+
+
+def test_hier_ps_two_level_tree():
+    # 2 DCs x 2 workers: the WAN carries one partial sum per direction; the tree's depth adds
+    # the LAN round trip (0 here: LAN delay 0) to the WAN one
+    p = predict(scn("hier-ps", per_dc=2))
+    ser = 8 * tcp_bytes(S + (N // 4096) * 24, acks=True) / 50e6
+    assert max(p.limits.values()) == pytest.approx(ser, rel=1e-3)
+    assert p.terms["propagation (longest worker-server round trip)"] == pytest.approx(0.100)
+    p4 = predict(scn("ps", per_dc=2))   # flat ps pushes 2 gradients over the WAN
+    assert max(p4.limits.values()) == pytest.approx(2 * ser, rel=1e-3)
+
+
+def test_ring_chain_of_two_hops():
+    # 2 workers, one per DC: 2 steps, each a chunk of S/2 over the WAN one way
+    p = predict(scn("ring"))
+    chunk = 4 * (N // 2) + 24
+    ser = 8 * tcp_bytes(chunk, acks=True) / 50e6   # the other hop's ACKs share the direction
+    assert p.terms["propagation (chain of 2 ring hops)"] == pytest.approx(0.100)
+    assert p.iteration_s == pytest.approx(2 * ser + 0.100, rel=1e-3)
+
+
+def test_ina_serialization_and_window_limits():
+    # flat ina, 2 DCs x 2 workers, root in d0 (tie: lowest index): d1's 2 workers send
+    # ceil(N/32) frames of 186 bytes each over the WAN
+    sc = scn("ina", per_dc=2)
+    p = predict(sc)
+    chunks = N // 32
+    ser = 8 * 2 * chunks * frame_bytes(32) / 50e6
+    ser_key = next(k for k in p.limits if k.startswith("serialization"))
+    assert p.limits[ser_key] == pytest.approx(ser, rel=1e-6)
+    win_key = next(k for k in p.limits if k.startswith("window"))
+    w = int(win_key.split()[1])
+    assert p.limits[win_key] == pytest.approx((chunks / w - 1) * 0.100, rel=1e-6)
+    # geo-ina: one partial sum per DC crosses, so half the WAN serialization
+    g = predict(scn("geo-ina", per_dc=2))
+    gk = next(k for k in g.limits if k.startswith("serialization"))
+    assert g.limits[gk] == pytest.approx(ser / 2, rel=1e-6)
+    assert g.wan_bytes_per_iteration == pytest.approx(2 * chunks * frame_bytes(32))
+
+
+def test_bandwidth_step_halves_the_serialization_term():
+    a, b = predict(scn("ps", mbps=50)), predict(scn("ps", mbps=25))
+    ka = next(k for k in a.terms if k.startswith("serialization"))
+    kb = next(k for k in b.terms if k.startswith("serialization"))
+    assert b.terms[kb] == pytest.approx(2 * a.terms[ka])
+
+
+def test_compute_and_stragglers_bsp_waits_for_the_slowest():
+    p = predict(scn("ps", extra="stragglers: {persistent: [{worker: 1, factor: 3}]}",
+                    compute="{model: constant, value_ms: 100}"))
+    assert p.terms["compute (slowest worker; exact (constant model))"] == pytest.approx(0.300)
+    assert p.compute_s == pytest.approx(0.200)
+    # random model: estimated from the workers' own seeded draws
+    r = predict(scn("ps", compute="{model: shifted_exp, shift_ms: 100, scale_ms: 50}"))
+    ck = next(k for k in r.terms if k.startswith("compute"))
+    assert 0.150 < r.terms[ck] < 0.300 and "seeded draws" in ck
+
+
+def test_slow_start_after_idle_when_compute_exceeds_the_rto():
+    idle = predict(scn("ps", compute="{model: constant, value_ms: 1000}"))
+    busy = predict(scn("ps"))
+    assert idle.terms.get("slow start after idle", 0) > 0
+    assert busy.terms.get("slow start after idle", 0) == 0
+
+
+def test_predict_many_datacenters_is_model_output_and_fast(capsys):
+    from testbed.fidelity import main
+    with pytest.raises(ScenarioError):
+        scn("ps", dcs=50, per_dc=4)            # run's limits stay
+    t = time.monotonic()
+    for name, dcs in (("ps", 50), ("ring", 50), ("geo-ina", 32)):   # INA fan-in <= 32
+        p = predict(scn(name, dcs=dcs, per_dc=4, limits=False))
+        assert p.kind == "model" and p.iteration_s > 0
+    assert time.monotonic() - t < 60
+    path = REPO / "scenarios" / "quickstart.yaml"
+    assert main(str(path), ["datacenters=" + "[" + ",".join(
+        f"{{name: d{i}, lat: 0, lon: {i}, workers_per_rack: 4}}" for i in range(50)) + "]"],
+        "ps,hier-ps,ring,geo-ina") == 0
+    out = capsys.readouterr().out
+    assert "MODEL OUTPUT" in out and "50 datacenters" in out and "ring" in out
+    assert re.search(r"geo-ina: no prediction: aggregation point 1:global:g\d+ has fan-in 50", out)
+
+
+def test_summary_fidelity_fields_of_a_synthetic_run(tmp_path):
+    from synthetic_runs import write_run
+    import json
+    d = write_run(tmp_path, REPO / "scenarios" / "quickstart.yaml", ["iterations=4"])
+    s = json.loads((d / "summary.json").read_text())
+    m = s["model"]
+    assert m["kind"] == "model" and m["terms"]
+    ratio = s["metrics"]["iteration_time_mean_s"] / m["model_iteration_time_s"]
+    assert m["measured_over_model"] == pytest.approx(ratio, rel=1e-3)
+    outside = not 0.9 <= ratio <= 1.2
+    assert any("largest term" in w for w in s["warnings"]) == outside
+
+
+def test_fidelity_warning_names_the_largest_term():
+    from testbed.fidelity import model_section
+    sc = scn("ps")
+    sec, warns = model_section(sc, {"iteration_time_mean_s": 10.0})
+    assert sec["measured_over_model"] > 1.2
+    assert len(warns) == 1 and "largest term: serialization at g2->g1" in warns[0]
+    sec, warns = model_section(sc, {"iteration_time_mean_s": sec["model_iteration_time_s"]})
+    assert warns == [] and sec["measured_over_model"] == pytest.approx(1.0)
