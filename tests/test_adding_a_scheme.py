@@ -32,7 +32,8 @@ def blocks() -> list[tuple[str, str]]:
 def test_every_code_block_is_in_the_file_it_names():
     found = blocks()
     assert [f for f, _ in found] == ["schemes/alltoall/plan.py", "schemes/alltoall/communicator.py",
-                                     "schemes/alltoall/__init__.py", "schemes/__init__.py"]
+                                     "schemes/alltoall/model.py", "schemes/alltoall/__init__.py",
+                                     "schemes/__init__.py"]
     for path, code in found:
         source = (REPO / path).read_text()
         lines = [l.strip() for l in code.splitlines() if l.strip()]
@@ -46,4 +47,4 @@ def test_the_example_is_a_registered_scheme_of_one_folder():
     assert s.communicator.startswith("schemes.alltoall.")
     folder = REPO / "schemes" / "alltoall"
     assert {p.name for p in folder.glob("*") if p.name != "__pycache__"} == \
-        {"__init__.py", "plan.py", "communicator.py", "README.md"}
+        {"__init__.py", "plan.py", "communicator.py", "model.py", "README.md"}
