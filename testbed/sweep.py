@@ -65,8 +65,8 @@ def _cell(v):
 def table_rows(sw: Sweep, records: list[dict]) -> tuple[list[str], list[dict]]:
     """(columns, rows) from point records in run order; one row per point."""
     metric_cols: list[str] = []
-    for r in records:
-        for k in (r.get("metrics") or {}):
+    for r in records:   # the measured row, then the model beside it (record "model")
+        for k in list(r.get("metrics") or {}) + list(r.get("model") or {}):
             if k not in metric_cols and k not in sw.axes and k not in BASE_COLUMNS + TAIL_COLUMNS:
                 metric_cols.append(k)
     cols = list(BASE_COLUMNS) + list(sw.axes) + metric_cols + list(TAIL_COLUMNS)
@@ -75,6 +75,7 @@ def table_rows(sw: Sweep, records: list[dict]) -> tuple[list[str], list[dict]]:
         row = {c: None for c in cols}
         row.update({c: r.get(c) for c in BASE_COLUMNS + TAIL_COLUMNS})
         row.update({k: v for k, v in (r.get("metrics") or {}).items() if k in metric_cols})
+        row.update({k: v for k, v in (r.get("model") or {}).items() if k in metric_cols})
         row.update(r["params"])
         rows.append({c: _cell(row[c]) for c in cols})
     return cols, rows
@@ -187,12 +188,13 @@ def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
         metrics = run.metrics(sw.target_accuracy)
         # the model's time and the ratio, beside the measured row (model output)
         from testbed.fidelity import model_columns
-        metrics = dict(metrics, **model_columns(run.summary))
+        model = model_columns(run.summary)
         status = "ok" if run.summary.get("complete") else "failed"
         error = None if status == "ok" else f"run incomplete: {run.summary.get('reason', 'no summary.json')}"
     except Exception as e:   # results that do not parse are the point's failure, not the sweep's
-        metrics, status, error = None, "failed", f"results unreadable: {_one_line(e)}"
+        metrics, model, status, error = None, None, "failed", f"results unreadable: {_one_line(e)}"
     rec = _record(p, status, error, run_dir, folder, started, metrics)
+    rec["model"] = model or {}
     _write_record(folder, rec)
     return rec
 
