@@ -20,12 +20,8 @@ class BackendError(RuntimeError):
 
 
 def bmv2_missing_tools(which=shutil.which) -> list[str]:
-    missing = [] if which("simple_switch") else ["simple_switch"]
-    if not (which("p4c") or which("p4c-bm2-ss")):
-        missing.append("p4c")
-    if not which("simple_switch_CLI"):
-        missing.append("simple_switch_CLI")
-    return missing
+    from testbed.bmv2 import missing_tools
+    return missing_tools(which)
 
 
 def choose_backend(requested: str | None, which=shutil.which) -> tuple[str, str]:

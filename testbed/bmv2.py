@@ -19,6 +19,16 @@ from softswitch.control.client import CLI_PROMPT, RuntimeClient, RuntimeConnecti
 from softswitch.node import ProcessSwitch, SwitchStartError
 
 
+def missing_tools(which=shutil.which) -> list[str]:
+    """What the bmv2 backend needs and this machine lacks (one check for node and backend)."""
+    missing = [] if which("simple_switch") else ["simple_switch"]
+    if not (which("p4c") or which("p4c-bm2-ss")):
+        missing.append("p4c")
+    if not which("simple_switch_CLI"):
+        missing.append("simple_switch_CLI")
+    return missing
+
+
 class Bmv2Switch(ProcessSwitch):
     """BMv2 simple_switch with the program compiled by p4c for v1model."""
 
@@ -34,10 +44,7 @@ class Bmv2Switch(ProcessSwitch):
 
     @staticmethod
     def missing_tools() -> list[str]:
-        missing = [] if shutil.which("simple_switch") else ["simple_switch"]
-        if not (shutil.which("p4c-bm2-ss") or shutil.which("p4c")):
-            missing.append("p4c")
-        return missing
+        return missing_tools()
 
     def compile(self) -> str:
         out_dir = os.path.join(tempfile.gettempdir(), f"{self.name}.bmv2")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed import apps, backends, cleanup, counters, health, results, scheme_app
+from testbed import tcp as tcp_settings
 from testbed.dilation import dilate_graph
 from testbed.scenario import dump_scenario, load_scenario
 from topologies import linkemu, netbuild
@@ -52,9 +53,11 @@ class RunOptions:
 
 # ---------------------------------------------------------------- pure helpers
 
-def host_commands(graph) -> dict[str, list[str]]:
+def host_commands(graph, tcp) -> dict[str, list[str]]:
+    """Static ARP and routes of every host, and the scenario's TCP sysctls (testbed/tcp.py)."""
     from control.arp import host_arp_commands, host_route_commands
     return {h: [f"ip {c}" for c in host_arp_commands(graph, h) + host_route_commands(graph, h)]
+            + tcp_settings.sysctl_commands(tcp)
             for h, d in graph.nodes(data=True) if d["role"] == "host"}
 
 
@@ -149,6 +152,10 @@ def run_scenario(opts: RunOptions, log=print) -> list[Path]:
 def prepare(opts: RunOptions, scn):
     """Everything that can fail before anything starts (no side effects but the netem probe)."""
     app = scheme_app.make_app(scn.scheme, scn.scheme_options)
+    try:
+        tcp_settings.check_available(scn.tcp)
+    except ValueError as e:
+        raise RunError(str(e)) from None
     backend, backend_reason = backends.choose_backend(scn.switch.backend)
     mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem())
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
@@ -318,7 +325,7 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
     return netbuild.build_network(
         graph, backends.switch_class(backend),
         switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,
-        host_commands(graph), on_node=on_node, on_switch_started=on_switch_started)
+        host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started)
 
 
 def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:

@@ -162,6 +162,30 @@ class LinkEmulation(Strict):
     mode: Literal["auto", "netem", "userspace"] = "auto"
 
 
+# The defaults of a stock Linux host (kernel 5.x/6.x: net/ipv4/tcp_ipv4.c and
+# Documentation/networking/ip-sysctl.rst), not of the machine the testbed runs on: its root
+# namespace may differ (these machines default to bbr), and hosts would inherit that.
+STOCK_TCP_RMEM = [4096, 131072, 6291456]
+STOCK_TCP_WMEM = [4096, 16384, 4194304]
+
+
+class Tcp(Strict):
+    """TCP of the emulated hosts, as a user of a real cluster would set it."""
+    congestion_control: str = Field(default="cubic", pattern=r"^[a-z0-9_]+$")   # per socket
+    slow_start_after_idle: bool = True       # net.ipv4.tcp_slow_start_after_idle
+    rmem_bytes: list[Int] = Field(default_factory=lambda: list(STOCK_TCP_RMEM),
+                                  min_length=3, max_length=3)   # net.ipv4.tcp_rmem min default max
+    wmem_bytes: list[Int] = Field(default_factory=lambda: list(STOCK_TCP_WMEM),
+                                  min_length=3, max_length=3)   # net.ipv4.tcp_wmem
+
+    @field_validator("rmem_bytes", "wmem_bytes")
+    @classmethod
+    def _ordered(cls, v):
+        if not 0 < v[0] <= v[1] <= v[2]:
+            raise ValueError(f"must be [min, default, max] bytes with 0 < min <= default <= max (got {v})")
+        return v
+
+
 # ---------------------------------------------------------------- workload
 class SyntheticWorkload(Strict):
     kind: Literal["synthetic"] = "synthetic"
@@ -267,6 +291,7 @@ class Scenario(Strict):
     intra_dc: IntraDc = IntraDc()
     switch: SwitchCfg = SwitchCfg()
     link_emulation: LinkEmulation = LinkEmulation()
+    tcp: Tcp = Tcp()
     scheme: Literal[SCHEMES]
     scheme_options: dict[str, Any] = {}
     workload: Workload = SyntheticWorkload()

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 import schemes
 from schemes.base import Plan
 from testbed.apps import App, RunContext, WorkerProgress
+from testbed.tcp import process_env
 from topologies.graph import host_id
 from workers.events import read_events
 
@@ -93,7 +95,8 @@ class SchemeApp(App):
     def _popen(self, kind: str, name: str, host: str, args: list[str], log: Path):
         with open(log, "w") as out:
             p = self.ctx.net[host].popen([sys.executable, *args], stdout=out,
-                                         stderr=subprocess.STDOUT, cwd=str(REPO))
+                                         stderr=subprocess.STDOUT, cwd=str(REPO),
+                                         env={**os.environ, **process_env(self.ctx.scenario.tcp)})
         self.procs.append((kind, name, p))
         self.ctx.record.add_process(p.pid, f"{self.name} {kind} {name} in {host}")
         return p

@@ -420,6 +420,8 @@ def test_worker_processes_train_through_a_ps_process(tmp_path):
             assert e["compute_s"] >= 0.02 * (r + 1) and e["comm_s"] > 0
     for k in ev:
         assert ev[k][-1]["event"] == "worker_end" and ev[k][-1]["reason"] == "duration reached"
+        ready = next(e for e in ev[k] if e["event"] == "comm_ready")
+        assert ready["comm"]["tcp_congestion_control"]          # what the kernel reports
     stats = json.loads(out.strip().splitlines()[-1])
     assert stats["iterations"] == len(its[0])
 
@@ -474,3 +476,42 @@ def test_every_registered_scheme_loads_and_plans():
         assert s.name == name and ":" in s.communicator
         _, p = geo_plan(name, {})
         assert sorted(p.workers) == sorted(p.comm) and len(p.workers) == 12
+
+
+# ---------------------------------------------------------------- the scenario's TCP settings
+def test_sockets_take_the_scenarios_congestion_control(monkeypatch):
+    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    want = "reno" if "reno" in available else available[0]
+    monkeypatch.setenv(fr.TCP_CONGESTION_ENV, want)
+    lsock = fr.listen(LO, 0)
+    c = fr.connect(LO, lsock.getsockname()[1], "peer", timeout_s=2)
+    a = fr.accept(lsock, 2, "peer", 2)
+    for sock in (c.sock, a.sock):
+        got = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+        assert got == want
+    for x in (c, a):
+        x.close()
+    lsock.close()
+    monkeypatch.setenv(fr.TCP_CONGESTION_ENV, "no_such_cc")
+    t0 = time.monotonic()
+    with pytest.raises(fr.PeerError, match="cannot set TCP congestion control 'no_such_cc'"):
+        fr.connect(LO, 9, "peer", timeout_s=5)          # refused at once, not retried
+    assert time.monotonic() - t0 < 1
+
+
+def test_tcp_section_becomes_host_sysctls_and_is_checked(tmp_path):
+    from testbed import tcp
+    from testbed.scenario import load_scenario
+    scn = load_scenario(str(REPO / "scenarios" / "quickstart.yaml"),
+                        ["tcp.slow_start_after_idle=false", "tcp.rmem_bytes=[4096, 87380, 33554432]"])
+    assert tcp.sysctl_commands(scn.tcp) == [
+        "sysctl -q -w net.ipv4.tcp_slow_start_after_idle=0",
+        "sysctl -q -w net.ipv4.tcp_rmem='4096 87380 33554432'",
+        "sysctl -q -w net.ipv4.tcp_wmem='4096 16384 4194304'"]          # stock Linux default
+    assert scn.tcp.congestion_control == "cubic" and tcp.process_env(scn.tcp) == {fr.TCP_CONGESTION_ENV: "cubic"}
+    avail = tmp_path / "avail"
+    avail.write_text("reno bbr\n")
+    with pytest.raises(ValueError, match="'cubic' is not available.*modprobe tcp_cubic"):
+        tcp.check_available(scn.tcp, avail)
+    avail.write_text("reno cubic\n")
+    tcp.check_available(scn.tcp, avail)

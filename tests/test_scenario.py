@@ -80,7 +80,7 @@ SET_CASES = [
     ("wan.bogus=1", "--set wan.bogus=1: no field 'bogus' in wan (fields: topology, hub, default, "
                     "edges, bandwidth_schedule)"),
     ("bogus=1", "--set bogus=1: no field 'bogus' in the scenario (fields: name, seed, time_dilation, "
-                "datacenters, wan, intra_dc, switch, link_emulation, scheme, scheme_options, workload, "
+                "datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, scheme_options, workload, "
                 "compute_time, stragglers, iterations, duration_s, repetitions, output)"),
     ("datacenters.5.racks=2", "--set datacenters.5.racks=2: datacenters has 2 entries (indices 0..1); no index 5"),
     ("datacenters.x.racks=2", "--set datacenters.x.racks=2: datacenters is a list: use an index, e.g. datacenters.0"),

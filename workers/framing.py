@@ -14,6 +14,7 @@ they put on the wire (payload + header; TCP/IP overhead is not counted).
 """
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -33,7 +34,21 @@ RESULT = 3     # an aggregated result coming back down
 BYE = 4        # orderly end: the receiver stops waiting for more
 DATA_END = 5   # the last DATA chunk of an iteration
 
-MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
+MAX_ELEMENTS = 1 << 31
+
+# The scenario's TCP congestion control (testbed/tcp.py), set on every socket opened here
+TCP_CONGESTION_ENV = "GDML_TCP_CONGESTION"
+
+
+def _tcp_socket_options(s: socket.socket) -> None:
+    name = os.environ.get(TCP_CONGESTION_ENV)
+    if not name:
+        return
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+    except OSError as e:
+        raise PeerError(f"cannot set TCP congestion control {name!r} ({e.strerror}): is the "
+                        f"kernel module tcp_{name} loaded?") from None   # sanity limit: a corrupt header must not allocate terabytes
 
 
 class PeerError(ConnectionError):
@@ -109,6 +124,14 @@ class Channel:
         self.bytes_received += n
         return bytes(buf)
 
+    def congestion_control(self) -> str | None:
+        """The TCP congestion control this connection runs (None once closed)."""
+        try:
+            return self.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16) \
+                .rstrip(b"\0").decode()
+        except OSError:
+            return None
+
     def tcp_counters(self) -> tuple[int, int]:
         """(segments sent, retransmitted segments) of this connection, from the kernel's
         TCP_INFO (tcpi_segs_out at byte 136, tcpi_total_retrans at byte 100; Linux >= 4.2).
@@ -150,10 +173,18 @@ def connect(host: str, port: int, peer: str, timeout_s: float,
     deadline = time.monotonic() + (connect_timeout_s if connect_timeout_s is not None else timeout_s)
     last = None
     while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            s = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
+            _tcp_socket_options(s)   # before connect: the handshake already uses it
+        except PeerError:
+            s.close()
+            raise                    # a setting, not a peer that is not up yet: no retry
+        s.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            s.connect((host, port))
             return Channel(s, peer, timeout_s)
         except OSError as e:
+            s.close()
             last = e
         if time.monotonic() >= deadline:
             raise PeerError(f"{peer}: cannot connect to {host}:{port} ({last}): is its process "
@@ -164,6 +195,11 @@ def connect(host: str, port: int, peer: str, timeout_s: float,
 def listen(host: str, port: int, backlog: int = 64) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        _tcp_socket_options(s)   # accepted sockets inherit it
+    except PeerError:
+        s.close()
+        raise
     try:
         s.bind((host, port))
     except OSError as e:

@@ -68,6 +68,10 @@ class AllToAllCommunicator(CommunicatorBase):
         parts[self.rank] = vec
         return fr.sum_in_order([parts[r] for r in range(self.n)])
 
+    def describe(self) -> dict:
+        chans = [*self.out.values(), *self.inc.values()]
+        return {"tcp_congestion_control": chans[0].congestion_control() if chans else None}
+
     def counters(self) -> Counters:
         return fr.channel_counters([*self.out.values(), *self.inc.values()])
 

@@ -70,7 +70,7 @@ class PSCommunicator(CommunicatorBase):
         return fr.channel_counters(self.chans)
 
     def describe(self) -> dict:
-        return {"servers": len(self.chans)}
+        return {"servers": len(self.chans), "tcp_congestion_control": self.chans[0].congestion_control()}
 
     def close(self) -> None:
         for c in self.chans:

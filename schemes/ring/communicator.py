@@ -106,6 +106,9 @@ class RingCommunicator(CommunicatorBase):
             step += 1
         return buf
 
+    def describe(self) -> dict:
+        return {"tcp_congestion_control": self.right.congestion_control() if self.right else None}
+
     def counters(self) -> Counters:
         return fr.channel_counters([self.right, self.left])
 

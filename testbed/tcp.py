@@ -1,0 +1,38 @@
+"""The scenario's `tcp` section applied to the emulated hosts.
+
+Socket buffers and slow start after idle are per-network-namespace sysctls: every host
+gets them at bring-up. The congestion control algorithm is set per socket
+(setsockopt TCP_CONGESTION, workers/framing.py) on every socket the schemes open: a
+namespace's default may only name an algorithm the root namespace allows
+(tcp_allowed_congestion_control), and the testbed does not change the machine's own
+settings. The defaults are a stock Linux host's (testbed/schema_models.Tcp)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workers.framing import TCP_CONGESTION_ENV
+
+AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def sysctl_commands(tcp) -> list[str]:
+    rmem, wmem = (" ".join(map(str, v)) for v in (tcp.rmem_bytes, tcp.wmem_bytes))
+    return [f"sysctl -q -w net.ipv4.tcp_slow_start_after_idle={int(tcp.slow_start_after_idle)}",
+            f"sysctl -q -w net.ipv4.tcp_rmem='{rmem}'", f"sysctl -q -w net.ipv4.tcp_wmem='{wmem}'"]
+
+
+def check_available(tcp, available: Path = AVAILABLE) -> None:
+    """The congestion control must be one the kernel has loaded (the error says how to load it)."""
+    try:
+        have = available.read_text().split()
+    except OSError:
+        return   # not Linux's /proc: the socket option will say it if it fails
+    if tcp.congestion_control not in have:
+        raise ValueError(f"tcp.congestion_control: {tcp.congestion_control!r} is not available in "
+                         f"this kernel (available: {', '.join(have)}); load it with "
+                         f"`modprobe tcp_{tcp.congestion_control}` or choose one of those")
+
+
+def process_env(tcp) -> dict[str, str]:
+    """What every scheme process in a host gets in its environment."""
+    return {TCP_CONGESTION_ENV: tcp.congestion_control}
