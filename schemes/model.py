@@ -42,7 +42,8 @@ ACK_FRAME = ETH + IPV4 + TCP_HDR      # a pure ACK: 66 bytes
 ACK_EVERY = 2                  # delayed ACKs: one ACK per two full segments
 INIT_CWND = 10 * MSS           # Linux's initial window (RFC 6928)
 RTO_MIN_S = 0.200              # Linux's TCP_RTO_MIN, on the emulated clock
-RWND_MAX = 6291456 // 2        # tcp_rmem max (6 MiB, Debian 12) with half kept for overhead
+RWND_MAX = 6291456 // 2        # tcp_rmem max (6 MiB, stock Linux) with half kept for overhead
+                               # (the scenario's tcp.rmem_bytes when it sets them)
 # Measured on these machines (shared/DESIGN.md, "Scale"): the Python softswitch forwards
 # and aggregates about 40 kpps; emulated packets per second, x s in real-world units.
 SOFTSWITCH_PPS = 40_000.0
@@ -232,7 +233,7 @@ def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
         rtt, share = net.rtt(a, b), load.share_bps(a, b)
         p = net.path(a, b)
         loss = 1.0 - math.prod(1 - net.g.edges[u, v].get("loss_pct", 0) / 100 for u, v in zip(p, p[1:]))
-        cands = {"receive window": 8 * RWND_MAX / rtt if rtt > 0 else float("inf"),
+        cands = {"receive window": 8 * rwnd_max(scenario) / rtt if rtt > 0 else float("inf"),
                  "loss (Mathis)": 1.22 * MSS * 8 / (rtt * math.sqrt(loss)) if loss > 0 and rtt > 0
                  else float("inf")}
         why, rate = min(cands.items(), key=lambda kv: kv[1])
@@ -270,9 +271,22 @@ def slow_start_extra(payload: float, rate_bps: float, rtt: float, cwnd0: float) 
     return max(0.0, t - payload / r)
 
 
+def _tcp(scenario, name, default):
+    tcp = getattr(scenario, "tcp", None)   # the scenario's tcp section (stock Linux defaults)
+    return getattr(tcp, name, default) if tcp is not None else default
+
+
+def rwnd_max(scenario) -> float:
+    """Largest receive window: tcp_rmem max / 2 (the rest is kept for overhead)."""
+    rmem = _tcp(scenario, "rmem_bytes", None)
+    return rmem[2] / 2 if rmem else RWND_MAX
+
+
 def restart_after_idle(idle_s: float, rtt: float, scenario) -> int:
     """Halvings of cwnd Linux applies after an idle period (tcp_slow_start_after_idle = 1,
-    the default): one per RTO elapsed (tcp_cwnd_restart)."""
+    the default, scenario tcp.slow_start_after_idle): one per RTO elapsed (tcp_cwnd_restart)."""
+    if not _tcp(scenario, "slow_start_after_idle", True):
+        return 0
     rto = rto_s(rtt, scenario)
     return int(idle_s // rto) if idle_s > rto else 0
 
@@ -290,11 +304,6 @@ def tcp_idle_term(payload: float, share_bps: float, rtt: float, idle_s: float, s
     if not h:
         return 0.0
     return slow_start_extra(payload, share_bps, rtt, max(INIT_CWND, bdp / 2 ** h))
-
-
-def window_limit(share_bps: float, rtt: float) -> float:
-    """A TCP stream's rate is also at most the receive window / RTT."""
-    return min(share_bps, 8 * RWND_MAX / rtt) if rtt > 0 else share_bps
 
 
 # ---------------------------------------------------------------- compute (BSP)

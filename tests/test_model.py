@@ -136,6 +136,9 @@ def test_slow_start_after_idle_when_compute_exceeds_the_rto():
     busy = predict(scn("ps"))
     assert idle.terms.get("slow start after idle", 0) > 0
     assert busy.terms.get("slow start after idle", 0) == 0
+    off = predict(scn("ps", compute="{model: constant, value_ms: 1000}",
+                      extra="tcp: {slow_start_after_idle: false}"))
+    assert off.terms.get("slow start after idle", 0) == 0
 
 
 def test_predict_many_datacenters_is_model_output_and_fast(capsys):
