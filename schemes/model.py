@@ -244,6 +244,17 @@ def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
     return worst
 
 
+
+def tcp_limits(load: Load, flows, scenario) -> dict:
+    """The candidate bottlenecks of a TCP scheme: every link's serialization
+    (link_limits) and, if one stream is held below its share, that stream (tcp_flow_limit)."""
+    limits = link_limits(load, scenario)
+    slow = tcp_flow_limit(load, flows, scenario)
+    if slow:
+        limits[slow[0]] = slow[1]
+    return limits
+
+
 # ---------------------------------------------------------------- TCP dynamics
 def rto_s(rtt: float, scenario) -> float:
     """Linux's retransmission timeout with a steady RTT: SRTT + max(4 RTTVAR, rto_min);

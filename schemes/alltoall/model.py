@@ -18,10 +18,7 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
         load.tcp(a, b, p)
     comp = M.compute(graph, scenario, pl.workers)
     notes = []
-    limits = M.link_limits(load, scenario)
-    fl = M.tcp_flow_limit(load, flows, scenario)
-    if fl:
-        limits[fl[0]] = fl[1]
+    limits = M.tcp_limits(load, flows, scenario)
     one_way = max((net.delay(a, b) for a, b, _ in flows), default=0.0)
     add = {"propagation (longest one-way delay)": one_way}
     if flows:

@@ -34,10 +34,7 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
             wan += [(h, g_host, per), (g_host, h, per)]
     comp = M.compute(graph, scenario, pl.workers)
     notes = []
-    limits = M.link_limits(load, scenario)
-    fl = M.tcp_flow_limit(load, lan + wan, scenario)
-    if fl:
-        limits[fl[0]] = fl[1]
+    limits = M.tcp_limits(load, lan + wan, scenario)
     add = tcp_tree_terms(net, load, wan or lan, comp, scenario, 4 * DEFAULT_CHUNK_VALUES + HEADER.size,
                          notes)
     add["propagation (tree depth: longest worker-local server round trip)"] = \

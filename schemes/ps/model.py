@@ -55,16 +55,13 @@ def _uses(net, a, b, link) -> bool:
 
 def predict(graph, scenario, o: PsOptions) -> M.Prediction:
     pl = plan(graph, scenario, o)
-    net, load = M.Net(graph), None
+    net = M.Net(graph)
     load = M.Load(net)
     values = M.parameters(scenario)
     flows = streams(net, load, pl.workers, pl.info["server_hosts"], values)
     comp = M.compute(graph, scenario, pl.workers)
     notes = []
-    limits = M.link_limits(load, scenario)
-    fl = M.tcp_flow_limit(load, flows, scenario)
-    if fl:
-        limits[fl[0]] = fl[1]
+    limits = M.tcp_limits(load, flows, scenario)
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
     add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes)
     return M.assemble("ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))

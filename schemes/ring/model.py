@@ -30,11 +30,8 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
     best = max(range(W), key=lambda r: sum(ser[(r - j) % W] + dly[(r - j) % W] for j in range(steps))
                ) if W <= 512 else max(range(W), key=lambda r: dly[r])
     chain = [(best - j) % W for j in range(steps)]
-    limits = M.link_limits(load, scenario)
+    limits = M.tcp_limits(load, [(a, b, payload * steps) for a, b in hops], scenario)
     limits[f"serialization along the chain of {steps} steps"] = sum(ser[h] for h in chain)
-    fl = M.tcp_flow_limit(load, [(a, b, payload * steps) for a, b in hops], scenario)
-    if fl:
-        limits[fl[0]] = fl[1]
     add = {f"propagation (chain of {steps} ring hops)": sum(dly[h] for h in chain)}
     # slow start after idle of the slowest hop's stream: idle = its own compute + one step
     slow = max(range(W), key=lambda r: dly[r])
