@@ -6,7 +6,7 @@
   python3 run.py predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
   python3 run.py clean
   python3 run.py bench switch|topology|schemes|ina
-  python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR]
+  python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR] [--model]
   python3 run.py plot RESULTS [--format pdf,png]
 
 Errors are one line on stderr, no traceback (set GDML_DEBUG=1 for one).
@@ -68,6 +68,12 @@ def cmd_bench(a) -> int:
 
 def cmd_sweep(a) -> int:
     from testbed.sweep import main
+    if a.model:   # the model only: no emulation, no root (docs/model.md)
+        from testbed.sweep import predict_sweep
+        from testbed.sweep_model import load_sweep
+        folder = predict_sweep(load_sweep(a.sweep, quick=a.quick), a.out)
+        print(f"MODEL OUTPUT (not a measurement): {folder / 'model_table.csv'}")
+        return 0
     _need_root("sweep")
     return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix)
 
@@ -115,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("sweep")
     s.add_argument("--resume", action="store_true", help="skip the points already finished ok")
     s.add_argument("--quick", action="store_true", help="the sweep's quick variant (minutes)")
+    s.add_argument("--model", action="store_true",
+                   help="the model's prediction of every point instead of runs (seconds, no root)")
     s.add_argument("--out", default=None, help="results root (default: the sweep's output)")
     s.add_argument("--prefix", default="", help="node-name prefix (1-3 letters), as for run")
     s.set_defaults(fn=cmd_sweep)

@@ -258,6 +258,40 @@ def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool =
     return folder
 
 
+def predict_sweep(sw: Sweep, out: str | os.PathLike | None = None, log=print) -> Path:
+    """Model mode (`run.py sweep SWEEP --model`): every point's prediction, no emulation,
+    no root. One row per point (repetitions coincide: the model is deterministic apart
+    from seeded compute draws) in <sweep>-model/model_table.csv; every column is model
+    output and named model_*, so it cannot be read as a measurement."""
+    from testbed.fidelity import predict_scenario
+    from testbed.scenario import load_scenario
+    points = [p for p in plan(sw) if p.repetition == 0]
+    folder = Path(out or sw.output) / f"{sw.folder_name()}-model"
+    folder.mkdir(parents=True, exist_ok=True)
+    axes = list(points[0].params) if points else []
+    rows = []
+    for i, p in enumerate(points, 1):
+        row = {"point_id": p.point_id, **p.params, "kind": "model"}
+        try:
+            scn = load_scenario(sw.base, sw.fixed + p.overrides(), emulation_limits=False)
+            pred = predict_scenario(scn)
+            term, secs = pred.largest_term()
+            row.update(model_iteration_time_s=pred.iteration_s, model_comm_time_s=pred.comm_s,
+                       model_compute_time_s=pred.compute_s,
+                       model_wan_bytes_per_iteration=pred.wan_bytes_per_iteration,
+                       model_largest_term=term, model_largest_term_s=secs, error=None)
+        except Exception as e:   # a point the scheme's plan refuses (e.g. a fan-in above 32)
+            row["error"] = _one_line(e)
+        rows.append(row)
+        log(f"model {i}/{len(points)} {p.params}: " + (f"{row['model_iteration_time_s']:.4f} s/iteration"
+                                                        if row["error"] is None else row["error"]))
+    cols = ["point_id", *axes, "kind", "model_iteration_time_s", "model_comm_time_s",
+            "model_compute_time_s", "model_wan_bytes_per_iteration", "model_largest_term",
+            "model_largest_term_s", "error"]
+    write_csv(folder / "model_table.csv", cols, rows)
+    return folder
+
+
 class SweepProgress:
     """Overall bar (rich): points done / total, failures, elapsed, ETA from the mean time of
     the points run in this session (skipped points cost nothing)."""

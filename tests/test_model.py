@@ -180,3 +180,33 @@ def test_fidelity_warning_names_the_largest_term():
     assert len(warns) == 1 and "largest term: serialization at g2->g1" in warns[0]
     sec, warns = model_section(sc, {"iteration_time_mean_s": sec["model_iteration_time_s"]})
     assert warns == [] and sec["measured_over_model"] == pytest.approx(1.0)
+
+
+def test_sweep_in_model_mode_predicts_every_point_without_running(tmp_path):
+    """run.py sweep --model: one model row per point, every column named model_*; a point
+    the scheme's plan refuses is a row with its error, not a crash."""
+    import csv
+
+    from testbed.sweep import predict_sweep
+    from testbed.sweep_model import load_sweep
+    repo = Path(__file__).resolve().parent.parent
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"""name: msweep
+base: {repo / 'scenarios' / 'quickstart.yaml'}
+set: ["workload={{kind: synthetic, parameters: 262144}}"]
+axes:
+  scheme: [ina, geo-ina]
+  wan.default.bandwidth_mbps: [10, 100]
+  scheme_options.root: [wdc, mars]
+mode: product
+repetitions: 2
+""")
+    folder = predict_sweep(load_sweep(str(sweep)), tmp_path / "out", log=lambda *a: None)
+    rows = list(csv.DictReader(open(folder / "model_table.csv")))
+    assert folder.name == "msweep-model" and len(rows) == 8        # repetitions coincide
+    ok = [r for r in rows if not r["error"]]
+    assert {r["kind"] for r in rows} == {"model"} and all(float(r["model_iteration_time_s"]) > 0 for r in ok)
+    assert len(ok) == 4 and all("mars" in r["error"] for r in rows if r["error"])
+    t = {(r["scheme"], r["wan.default.bandwidth_mbps"]): float(r["model_iteration_time_s"])
+         for r in ok}
+    assert t[("geo-ina", "10")] > t[("geo-ina", "100")]     # 1 MB gradients: bandwidth-bound
