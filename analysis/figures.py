@@ -206,6 +206,38 @@ def fig_wan_bytes(rows: Sequence[dict], x: str | None = None, *, title: str | No
     return fig
 
 
+def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *,
+                 title: str | None = None):
+    """Measured iteration time against the model's (model output), one marker per point
+    (mean and 95% interval over its repetitions), a marker style per scheme; the diagonal
+    is measured = model, the grey wedge the fidelity band."""
+    rows = [r for r in _ok(rows) if _num(r.get("model_iteration_time_s")) > 0
+            and _num(r.get("iteration_time_mean_s")) == _num(r.get("iteration_time_mean_s"))]
+    groups: dict = defaultdict(list)
+    for r in rows:
+        groups[(r.get("scheme"), _num(r["model_iteration_time_s"]))].append(_num(r["iteration_time_mean_s"]))
+    with paper_style():
+        fig, ax = new_figure()
+        top = max([m for _, m in groups] + [max(v) for v in groups.values()] + [1e-3]) * 1.1
+        line = np.array([0.0, top])
+        ax.fill_between(line, band[0] * line, band[1] * line, color=BANDWIDTH_COLOR, alpha=0.35,
+                        linewidth=0, label=f"band {band[0]:g}-{band[1]:g}")
+        ax.plot(line, line, "k--", linewidth=0.8)
+        seen = set()
+        for (s, model), vals in sorted(groups.items(), key=lambda kv: scheme_sort_key(str(kv[0][0]))):
+            st = scheme_style(str(s))
+            m, c = mean_ci(vals)
+            ax.errorbar([model], [m], yerr=[c], fmt=st["marker"], color=st["color"],
+                        label=None if s in seen else st["label"], markersize=4, elinewidth=0.8)
+            seen.add(s)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel(label("model_iteration_time_s"))
+        ax.set_ylabel("Measured iteration time (s)")
+        legend_above(ax, title or "Measured against model, per point")
+    return fig
+
+
 def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
                      bandwidth: tuple[np.ndarray, np.ndarray] | None = None, *,
                      title: str | None = None, dilation: float | None = None,

@@ -162,7 +162,8 @@ class SweepReport:
             if len(self.schemes) > 1:
                 specs.append({"kind": kind, "x": a})
             specs.append({"kind": "metric", "x": a, "y": "iteration_time_mean_s"})
-        specs += [{"kind": "wan_bytes"}, {"kind": "goodput_time"}, {"kind": "cdf"}, {"kind": "accuracy_time"}]
+        specs += [{"kind": "wan_bytes"}, {"kind": "fidelity"}, {"kind": "goodput_time"}, {"kind": "cdf"},
+                  {"kind": "accuracy_time"}]
         return specs
 
     def job(self, spec: dict) -> FigureJob | None:
@@ -214,6 +215,13 @@ class SweepReport:
             return FigureJob("wan_bytes_per_iteration", "Bytes sent onto the WAN per training iteration, "
                              "by scheme (mean and 95% interval over all points).",
                              lambda: F.fig_wan_bytes(ok, x, title=spec.get("title")))
+        if kind == "fidelity":
+            if not any(F._num(r.get("model_iteration_time_s")) > 0 for r in ok):
+                return None
+            return FigureJob("measured_vs_model", "Measured time per iteration against the model's "
+                             "prediction (model output, docs/model.md), one marker per point (mean "
+                             "and 95% interval over repetitions); dashed: measured = model; grey: "
+                             "the fidelity band.", lambda: F.fig_fidelity(ok, title=spec.get("title")))
         if kind == "goodput_time":
             reps = self.representative(spec.get("at"))
             runs = [(r["scheme"], self.run(r)) for r in reps]

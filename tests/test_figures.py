@@ -189,3 +189,16 @@ def test_paired_speedups_agree_with_analysis_speedup():
         assert r["speedup"] == pytest.approx(expect, rel=1e-5)      # the table keeps 6 digits
         checked += 1
     assert checked == 8     # every row paired with its own repetition's ps run (ps with itself: 1)
+
+
+def test_measured_against_model_figure():
+    rows = [{"status": "ok", "scheme": s, "repetition": r, "model_iteration_time_s": model,
+             "iteration_time_mean_s": model * k + 0.01 * r}
+            for s, model, k in (("ps", 1.0, 2.0), ("geo-ina", 0.5, 1.1)) for r in (0, 1)]
+    rows.append({"status": "ok", "scheme": "ring", "repetition": 0, "model_iteration_time_s": None,
+                 "iteration_time_mean_s": 3.0})                   # no model: left out
+    ax = F.fig_fidelity(rows).axes[0]
+    assert legend_texts(ax)[1:] == ["PS", "Geo-INA"] and "band 0.9-1.2" in legend_texts(ax)[0]
+    pts = {tuple(np.round(c.lines[0].get_xydata()[0], 3)) for c in ax.containers}
+    assert pts == {(1.0, 2.005), (0.5, 0.555)}                   # model on x, measured mean on y
+    assert ax.get_xlim() == ax.get_ylim() and ax.get_xlim()[1] == pytest.approx(2.01 * 1.1)   # the largest value, with room
