@@ -35,6 +35,14 @@ Columns of the row:
   warmup_iterations          WARMUP_ITERATIONS
   time_dilation              s
   iterations                 complete iterations (all, warm-up included)
+  iteration_period_s         the steady pace of the job: (end of the last complete
+                             iteration - end of the last warm-up iteration) / steady
+                             iterations, ends taken at the slowest worker. Below the job
+                             iteration time when workers start an iteration at different
+                             times (a worker near the server gets the sum first and starts
+                             the next iteration while far ones still wait for theirs), so
+                             iterations of different workers overlap; it is what a long job
+                             takes per iteration
   iteration_time_mean_s, iteration_time_p50_s, iteration_time_p99_s
                              mean, median, 99th percentile of the job iteration time over
                              steady complete iterations (the figure the speedup uses)
@@ -81,7 +89,7 @@ WARMUP_ITERATIONS = 1
 
 COLUMNS = (
     "warmup_iterations", "time_dilation", "iterations",
-    "iteration_time_mean_s", "iteration_time_p50_s", "iteration_time_p99_s",
+    "iteration_time_mean_s", "iteration_time_p50_s", "iteration_time_p99_s", "iteration_period_s",
     "compute_time_mean_s", "comm_time_mean_s", "goodput_mbps", "goodput_min_mbps",
     "job_goodput_mbps", "wan_bytes_per_iteration", "bytes_sent_per_iteration",
     "packets_sent", "retransmissions", "retransmission_rate", "duplicate_results",
@@ -174,6 +182,15 @@ def worker_table(events: Mapping[str, Sequence[dict]], dilation: float = 1.0,
     return out
 
 
+def _period(its: list[dict]) -> float | None:
+    """iteration_period_s of an iteration_table (module docstring)."""
+    warm = [j for j in its if j["warmup"]]
+    steady_its = [j for j in its if not j["warmup"]]
+    if not warm or not steady_its:
+        return None
+    return (steady_its[-1]["end_s"] - warm[-1]["end_s"]) / len(steady_its)
+
+
 def run_metrics(events: Mapping[str, Sequence[dict]], counters: Sequence[dict] = (), *,
                 wan_intfs: Iterable[str] | None = None, switch_nodes: Iterable[str] = (),
                 switch_drops: Mapping[str, dict] | None = None, dilation: float = 1.0,
@@ -217,6 +234,7 @@ def run_metrics(events: Mapping[str, Sequence[dict]], counters: Sequence[dict] =
         "iteration_time_mean_s": _mean(times),
         "iteration_time_p50_s": _pct(times, 50),
         "iteration_time_p99_s": _pct(times, 99),
+        "iteration_period_s": _period(its),
         "compute_time_mean_s": _div(_mean([r.compute_s for r in st]), s),
         "comm_time_mean_s": _div(_mean([r.comm_s for r in st]), s),
         "goodput_mbps": _mean(good),

@@ -58,6 +58,8 @@ def test_row_by_hand():
     assert m["iteration_time_mean_s"] == pytest.approx((1.9 + 1.0) / 2)
     assert m["iteration_time_p50_s"] == pytest.approx(1.45)
     assert m["iteration_time_p99_s"] == pytest.approx(1.0 + 0.99 * 0.9)
+    # the pace: slowest ends of iteration 0 (warm-up) and 2: (14.1 - 11.2) / 2
+    assert m["iteration_period_s"] == pytest.approx(1.45)
     # steady worker-iterations: w0 1, 2, 3 (3 has no compute_s); w1 1, 2
     assert m["compute_time_mean_s"] == pytest.approx((0.4 + 0.4 + 1.5 + 0.5) / 4)
     # no comm_s logged: iteration time - compute time (w0: 1.4, 0.5; w1: 0.4, 0.5)
@@ -304,3 +306,16 @@ def test_summary_sections_of_an_interrupted_run_folder(tmp_path):
     assert out["per_iteration"] == [] and out["workers"]["w0"]["iterations"] == 4
     assert out["workers"]["w0"]["goodput_mbps"] == pytest.approx(8 * 2000 / 1.9 / 1e6)
     json.dumps(out, allow_nan=False)
+
+
+def test_staggered_workers_overlap_iterations_so_the_pace_is_below_the_job_time():
+    """w1 gets every sum 0.4 s after w0 (farther from the server): each job iteration spans
+    1.4 s from w0's start to w1's end, yet the job advances one iteration per second."""
+    ev = {"w0": [], "w1": []}
+    for i in range(4):
+        ev["w0"] += it("w0", i, float(i), i + 1.0, gradient_bytes=8)
+        ev["w1"] += it("w1", i, i + 0.4, i + 1.4, gradient_bytes=8)
+    m = run_metrics(ev)
+    assert m["iteration_time_mean_s"] == pytest.approx(1.4)
+    assert m["iteration_period_s"] == pytest.approx(1.0)
+    assert run_metrics({"w0": it("w0", 0, 0.0, 1.0)})["iteration_period_s"] is None   # warm-up only
