@@ -13,18 +13,10 @@ import pytest
 from softswitch.control.client import RuntimeCommandError, RuntimeConnectionError, parse_handle
 from softswitch.node import SwitchStartError
 from softswitch.tests.e2e_fixtures import FORWARD_P4, build, install_routes, leftovers, netctl  # noqa: F401
-from softswitch.tests.runtime_fixtures import RunningServer
+from softswitch.tests.runtime_fixtures import server  # noqa: F401 (fixture)
 from testbed.bmv2 import Bmv2Client, Bmv2Switch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture
-def server():
-    s = RunningServer()
-    yield s
-    s.close()
-    assert not s.errors, f"server loop died: {s.errors}"
 
 
 def test_bmv2_client_protocol_against_a_stand_in_cli(server, tmp_path):

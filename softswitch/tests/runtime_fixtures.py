@@ -4,6 +4,8 @@ RunningServer, a control server over it in a thread."""
 import selectors
 import threading
 
+import pytest
+
 from softswitch.control.commands import RuntimeAPI
 from softswitch.control.server import ControlServer
 from softswitch.runtime.state import (ActionSpec, Counter, DirectCounter, DirectMeter, KeySpec, Meter,
@@ -75,3 +77,13 @@ class RunningServer:
         self.thread.join(5)
         self.srv.close()
         self.sel.close()
+
+
+@pytest.fixture
+def server():
+    """A control server on a free port over a fresh state; its loop must not have died."""
+    s = RunningServer()
+    yield s
+    s.close()
+    assert not s.errors, f"server loop died: {s.errors}"
+

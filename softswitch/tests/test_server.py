@@ -13,17 +13,9 @@ from softswitch.control.client import (RuntimeCommandError, RuntimeConnectionErr
                                        parse_handle, parse_register, split_cli_output)
 from softswitch.control.commands import RuntimeAPI
 from softswitch.control.server import MAX_LINE, ControlServer
-from runtime_fixtures import RunningServer, make_state
+from runtime_fixtures import make_state, server  # noqa: F401 (fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def server():
-    s = RunningServer()
-    yield s
-    s.close()
-    assert not s.errors, f"server loop died: {s.errors}"
 
 
 def raw_exchange(port, payload: bytes, n_replies: int, timeout=5.0) -> list[tuple[str, str]]:
