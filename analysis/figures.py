@@ -12,13 +12,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from analysis.measure import TIME_PER_ITERATION
 from analysis.metrics import cdf_points, mean_ci
 from analysis.speedup import ratio
 from analysis.style import (BANDWIDTH_COLOR, legend_above, new_figure, note_dilation, paper_style,
                             scheme_sort_key, scheme_style)
 
 LABELS = {
-    "model_iteration_time_s": "Model iteration time (s; model output)",
+    "model_iteration_time_s": "Model time per iteration (s; model output)",
     "measured_over_model": "Measured / model",
     "wan.default.bandwidth_mbps": "WAN bandwidth (Mbps)",
     "wan.default.delay_ms": "WAN one-way delay (ms)",
@@ -27,7 +28,8 @@ LABELS = {
     "stragglers.transient.factor": "Straggler slowdown (x)",
     "stragglers.persistent.0.factor": "Straggler slowdown (x)",
     "n_workers": "Workers", "n_datacenters": "Datacenters",
-    "iteration_time_mean_s": "Iteration time (s)",
+    "iteration_period_s": "Time per iteration (s)",
+    "iteration_time_mean_s": "Job iteration time (s)",
     "iteration_time_p99_s": "99th pct. iteration time (s)",
     "goodput_mbps": "Goodput per worker (Mbps)",
     "job_goodput_mbps": "Job goodput (Mbps)",
@@ -73,7 +75,7 @@ def _dilation(rows: Sequence[dict]) -> float | None:
 
 
 def speedup_rows(rows: Sequence[dict], axes: Sequence[str], baseline: str,
-                 metric: str = "iteration_time_mean_s", series: str = "scheme") -> list[dict]:
+                 metric: str = TIME_PER_ITERATION, series: str = "scheme") -> list[dict]:
     """Paired speedups: each ok row divided into the baseline row with the same values of
     every other axis and the same repetition (same seed: same stragglers and schedules).
     Returns copies of the rows with `speedup` = analysis/speedup.ratio(baseline row, row,
@@ -152,7 +154,7 @@ def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", 
 
 
 def fig_speedup(rows: Sequence[dict], axes: Sequence[str], x: str, baseline: str, *,
-                metric: str = "iteration_time_mean_s", series: str = "scheme", title: str | None = None,
+                metric: str = TIME_PER_ITERATION, series: str = "scheme", title: str | None = None,
                 xlabel: str | None = None, log_x: bool = False, include_baseline: bool = False):
     """Speedup over `baseline` (its time per iteration, or to accuracy, over the scheme's) vs
     axis x, a line per scheme, paired by repetition, mean and 95% interval."""
@@ -212,10 +214,10 @@ def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *
     (mean and 95% interval over its repetitions), a marker style per scheme; the diagonal
     is measured = model, the grey wedge the fidelity band."""
     rows = [r for r in _ok(rows) if _num(r.get("model_iteration_time_s")) > 0
-            and _num(r.get("iteration_time_mean_s")) == _num(r.get("iteration_time_mean_s"))]
+            and _num(r.get(TIME_PER_ITERATION)) == _num(r.get(TIME_PER_ITERATION))]
     groups: dict = defaultdict(list)
     for r in rows:
-        groups[(r.get("scheme"), _num(r["model_iteration_time_s"]))].append(_num(r["iteration_time_mean_s"]))
+        groups[(r.get("scheme"), _num(r["model_iteration_time_s"]))].append(_num(r[TIME_PER_ITERATION]))
     with paper_style():
         fig, ax = new_figure()
         top = max([m for _, m in groups] + [max(v) for v in groups.values()] + [1e-3]) * 1.1
@@ -233,7 +235,7 @@ def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         ax.set_xlabel(label("model_iteration_time_s"))
-        ax.set_ylabel("Measured iteration time (s)")
+        ax.set_ylabel("Measured time per iteration (pace, s)")
         legend_above(ax, title or "Measured against model, per point")
     return fig
 

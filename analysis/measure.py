@@ -42,10 +42,16 @@ Columns of the row:
                              times (a worker near the server gets the sum first and starts
                              the next iteration while far ones still wait for theirs), so
                              iterations of different workers overlap; it is what a long job
-                             takes per iteration
+                             takes per iteration. THE time per iteration (TIME_PER_ITERATION):
+                             speedups, the model's measured/model ratio and the sweeps'
+                             default figures use it
   iteration_time_mean_s, iteration_time_p50_s, iteration_time_p99_s
                              mean, median, 99th percentile of the job iteration time over
-                             steady complete iterations (the figure the speedup uses)
+                             steady complete iterations (its spread shows stragglers; its mean
+                             overstates a long job's time when iterations overlap: a ring's
+                             workers start iteration i+1 as soon as their own result of i is in,
+                             so the ring at 50 Mbps measured 0.685 s job iteration time and a
+                             pace of 0.542 s)
   compute_time_mean_s, comm_time_mean_s
                              mean over every steady iteration of every worker
   goodput_mbps               mean over workers of their goodput; goodput_min_mbps the lowest
@@ -86,6 +92,8 @@ import numpy as np
 from analysis import metrics as M
 
 WARMUP_ITERATIONS = 1
+# the column that is "time per iteration" wherever one number stands for it (docstring)
+TIME_PER_ITERATION = "iteration_period_s"
 
 COLUMNS = (
     "warmup_iterations", "time_dilation", "iterations",

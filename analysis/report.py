@@ -25,12 +25,13 @@ from typing import Callable
 import yaml
 
 from analysis import figures as F
+from analysis.measure import TIME_PER_ITERATION
 from analysis.rundata import RunData, is_run_dir
 from analysis.style import save, scheme_sort_key, scheme_style
 
-SUMMARY_METRICS = ("iteration_time_mean_s", "iteration_time_p99_s", "comm_time_mean_s", "goodput_mbps",
-                   "wan_bytes_per_iteration", "time_to_accuracy_s")
-# beside the measured iteration time: the model's (model output, summary.json "model";
+SUMMARY_METRICS = (TIME_PER_ITERATION, "iteration_time_mean_s", "iteration_time_p99_s", "comm_time_mean_s",
+                   "goodput_mbps", "wan_bytes_per_iteration", "time_to_accuracy_s")
+# beside the measured time per iteration (the pace): the model's (model output, summary.json "model";
 # testbed/fidelity.py) and measured / model
 MODEL_COLUMNS = ("model_iteration_time_s", "measured_over_model")
 TABLE_METRICS = SUMMARY_METRICS[:1] + MODEL_COLUMNS + SUMMARY_METRICS[1:]
@@ -161,7 +162,7 @@ class SweepReport:
             kind = "scaling" if x in ("n_workers", "n_datacenters") else "speedup"
             if len(self.schemes) > 1:
                 specs.append({"kind": kind, "x": a})
-            specs.append({"kind": "metric", "x": a, "y": "iteration_time_mean_s"})
+            specs.append({"kind": "metric", "x": a, "y": TIME_PER_ITERATION})
         specs += [{"kind": "wan_bytes"}, {"kind": "fidelity"}, {"kind": "goodput_time"}, {"kind": "cdf"},
                   {"kind": "accuracy_time"}]
         return specs
@@ -187,7 +188,7 @@ class SweepReport:
             if x is None:
                 return None
             if kind == "metric" or (kind == "scaling" and "y" in spec):
-                y = spec.get("y", "iteration_time_mean_s")
+                y = spec.get("y", TIME_PER_ITERATION)
                 if not any(F._num(r.get(y)) == F._num(r.get(y)) for r in ok):
                     return None
                 name = f"{y}_vs_{_slug(x)}"
@@ -196,7 +197,7 @@ class SweepReport:
                                  lambda: F.fig_metric(ok, x, y, log_x=spec.get("log_x", False),
                                                       title=spec.get("title")))
             base = self.baseline(spec.get("baseline"))
-            metric = spec.get("metric", "iteration_time_mean_s")
+            metric = spec.get("metric", TIME_PER_ITERATION)
             if base is None or len(self.schemes) < 2:
                 return None
             # pair on the axes, with list-valued axes standing for their derived column

@@ -5,7 +5,9 @@
 with the metric one column of the row of analysis/measure.py (RunData.metrics), so the
 warm-up rule, the real-world units (time dilation undone, so runs at different dilations
 compare) and the definitions are the row's:
-  iteration          iteration_time_mean_s: time per steady BSP iteration
+  iteration          iteration_period_s: the job's pace, time per steady iteration of a long
+                     job (TIME_PER_ITERATION; analysis/measure.py says why the pace and not
+                     the job iteration time)
   communication      comm_time_mean_s: communication time per steady worker-iteration
   time_to_accuracy   time_to_accuracy_s: time until the test accuracy first reaches the target
 
@@ -22,9 +24,10 @@ import argparse
 import math
 import sys
 
+from analysis.measure import TIME_PER_ITERATION
 from analysis.metrics import speedup as _speedup
 
-KINDS = {"iteration": "iteration_time_mean_s", "communication": "comm_time_mean_s",
+KINDS = {"iteration": TIME_PER_ITERATION, "communication": "comm_time_mean_s",
          "time_to_accuracy": "time_to_accuracy_s"}
 
 
@@ -35,7 +38,7 @@ def _num(v) -> float:
         return float("nan")
 
 
-def ratio(baseline_row: dict, row: dict, metric: str = "iteration_time_mean_s") -> float | None:
+def ratio(baseline_row: dict, row: dict, metric: str = TIME_PER_ITERATION) -> float | None:
     """baseline_row[metric] / row[metric] (analysis.metrics.speedup); None when either has
     no number (never reached the target, no steady iteration). Rows may come from a CSV
     table (strings) or from RunData.metrics."""
@@ -57,7 +60,7 @@ def speedup_table(rows: dict[str, dict], baseline: str = "ps") -> list[dict]:
                          f"another baseline")
     out = []
     for name, row in rows.items():
-        out.append({"scheme": name, "time_per_iteration_s": row.get("iteration_time_mean_s"),
+        out.append({"scheme": name, "time_per_iteration_s": row.get(TIME_PER_ITERATION),
                     "comm_per_iteration_s": row.get("comm_time_mean_s"),
                     "bytes_sent_per_iteration": row.get("bytes_sent_per_iteration"),
                     "wan_bytes_per_iteration": row.get("wan_bytes_per_iteration"),

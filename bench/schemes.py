@@ -12,8 +12,8 @@ seconds. ps runs its server in the first datacenter (co-located with a worker, a
 is usually deployed); hier-ps's global server too; INA uses k = 64 values per packet.
 
 Per bandwidth and scheme, from each run's row (analysis/measure.py, the first iteration
-left out as everywhere): time per iteration, communication time per iteration, bytes the
-workers sent and WAN bytes per iteration, and speedup over ps (analysis/speedup.py).
+left out as everywhere): time per iteration (the job's pace, iteration_period_s),
+communication time per iteration, bytes the workers sent and WAN bytes per iteration, and speedup over ps (analysis/speedup.py).
 Bound ratios at the middle bandwidth, S = 4 x parameters bytes, B = WAN rate:
   ps   measured comm (comm_time_mean_s) / (4 S / B): the 4 workers of a remote datacenter must push their
        S bytes each over that datacenter's WAN link into the server's datacenter
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
             for s in schemes:
                 row = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation), Path(tmp), out)
                 results[bw][s] = row
-                print(f"  {bw:g} Mbps {s}: {_f(row['iteration_time_mean_s'])} s/iteration "
+                print(f"  {bw:g} Mbps {s}: {_f(row['iteration_period_s'])} s/iteration "
                       f"({len(row['_warnings'])} warning(s))", flush=True)
     print(f"\n{a.parameters} float32 parameters ({4 * a.parameters / 1e6:.2f} MB) per worker, "
           f"3 DC x {WORKERS_PER_DC} workers, time dilation {a.dilation:g}, real-world seconds")

@@ -5,7 +5,8 @@ A scheme's model is `predict(graph, scenario, options) -> Prediction`, a pure fu
 the *undilated* topology graph (topologies.graph.build_graph, real-world Mbps and ms), the
 scenario and the scheme's options. It predicts, in real-world seconds, what
 analysis/measure.py reports for a steady iteration (the first one, warm-up, is left out
-there and here): the job's iteration time, the mean compute and communication times and
+there and here): the job's time per iteration (its pace, iteration_period_s), the mean compute and
+communication times and
 the WAN bytes per iteration. It is model output, never a measurement: everything that
 shows it says "model". docs/model.md has the formula of every scheme and says which part
 is physics and which is assumption.
@@ -80,8 +81,6 @@ def parameters(scenario) -> int:
     """Values each worker aggregates per iteration."""
     from workers.workload import parameter_count
     return int(parameter_count(scenario.workload.model_dump()))
-    from workers.workload import parameter_count
-    return 4 * int(parameter_count(scenario.workload.model_dump()))
 
 
 def tcp_wire(payload: float) -> tuple[float, float]:

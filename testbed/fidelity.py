@@ -24,10 +24,12 @@ def predict_scenario(scn, scheme: str | None = None):
 def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
     """(summary.json's "model" section, warnings). The section is the prediction
     (kind "model", terms, limits, notes) plus model_iteration_time_s and
-    measured_over_model = metrics' iteration_time_mean_s / the model's iteration_s."""
+    measured_over_model = metrics' iteration_period_s (the job's pace, analysis/measure.py's
+    TIME_PER_ITERATION: the model predicts a steady period) / the model's iteration_s."""
     p = predict_scenario(scn)
     sec = p.as_dict()
-    measured = (metrics or {}).get("iteration_time_mean_s")
+    from analysis.measure import TIME_PER_ITERATION
+    measured = (metrics or {}).get(TIME_PER_ITERATION)
     ratio = measured / p.iteration_s if measured is not None and p.iteration_s > 0 else None
     sec["model_iteration_time_s"] = round(p.iteration_s, 6)
     sec["measured_over_model"] = None if ratio is None else round(ratio, 4)

@@ -70,7 +70,7 @@ def test_speedup_figure_reads_back_labels_legend_and_paired_values(results):
     x, y = line.get_data()
     # the plotted speedup is the mean over repetitions of ps time / geo-ina time, paired by repetition
     rows = load_table(results / "sweep-bw" / "table.csv")
-    t = {(r["scheme"], r["wan.default.bandwidth_mbps"], r["repetition"]): r["iteration_time_mean_s"] for r in rows}
+    t = {(r["scheme"], r["wan.default.bandwidth_mbps"], r["repetition"]): r["iteration_period_s"] for r in rows}
     expect = [np.mean([t["ps", bw, k] / t["geo-ina", bw, k] for k in (0, 1)]) for bw in (20, 50)]
     np.testing.assert_allclose(x, [20, 50])
     np.testing.assert_allclose(y, expect, rtol=1e-9)
@@ -116,8 +116,8 @@ def test_straggler_sweep_gets_speedup_and_iteration_time_vs_probability(results)
     figs = figs_by_name(results / "sweep-strag")
     ax = figs["speedup_vs_transient_probability"].axes[0]
     assert ax.get_xlabel() == "Straggler probability"
-    ax2 = figs["iteration_time_mean_s_vs_transient_probability"].axes[0]
-    assert ax2.get_ylabel() == "Iteration time (s)" and legend_texts(ax2) == ["PS", "Geo-INA"]
+    ax2 = figs["iteration_period_s_vs_transient_probability"].axes[0]
+    assert ax2.get_ylabel() == "Time per iteration (s)" and legend_texts(ax2) == ["PS", "Geo-INA"]
     assert len(ax2.containers) == 2
     # both schemes at p = 0 and 0.3, drawn 1% of the span apart so the bars stay visible
     xs = [np.asarray(c.lines[0].get_xdata()) for c in ax2.containers]
@@ -135,7 +135,7 @@ def test_wan_bytes_bars_by_scheme(results):
 
 def test_scaling_and_metric_figures_from_rows():
     rows = [{"status": "ok", "scheme": s, "repetition": r, "datacenters": [0] * n, "n_datacenters": n,
-             "iteration_time_mean_s": n * (1.0 if s == "ps" else 0.5) + 0.01 * r, "time_dilation": 1.0}
+             "iteration_period_s": n * (1.0 if s == "ps" else 0.5) + 0.01 * r, "time_dilation": 1.0}
             for s in ("ps", "ring") for n in (2, 3, 4) for r in (0, 1)]
     fig = F.fig_speedup(rows, ["scheme", "datacenters"], "n_datacenters", "ps")
     ax = fig.axes[0]
@@ -144,7 +144,7 @@ def test_scaling_and_metric_figures_from_rows():
     np.testing.assert_allclose(line.get_xdata(), [2, 3, 4])     # the only series: not moved
     assert np.all(np.asarray(line.get_ydata()) > 1.9)
     assert not any(t.get_text() for t in ax.texts)          # no dilation note at s = 1
-    fig = F.fig_metric(rows, "n_datacenters", "iteration_time_mean_s")
+    fig = F.fig_metric(rows, "n_datacenters", "iteration_period_s")
     ps = series_line(fig.axes[0], "PS")
     np.testing.assert_allclose(ps.get_ydata(), [2.005, 3.005, 4.005])
 
@@ -193,10 +193,10 @@ def test_paired_speedups_agree_with_analysis_speedup():
 
 def test_measured_against_model_figure():
     rows = [{"status": "ok", "scheme": s, "repetition": r, "model_iteration_time_s": model,
-             "iteration_time_mean_s": model * k + 0.01 * r}
+             "iteration_period_s": model * k + 0.01 * r}
             for s, model, k in (("ps", 1.0, 2.0), ("geo-ina", 0.5, 1.1)) for r in (0, 1)]
     rows.append({"status": "ok", "scheme": "ring", "repetition": 0, "model_iteration_time_s": None,
-                 "iteration_time_mean_s": 3.0})                   # no model: left out
+                 "iteration_period_s": 3.0})                      # no model: left out
     ax = F.fig_fidelity(rows).axes[0]
     assert legend_texts(ax)[1:] == ["PS", "Geo-INA"] and "band 0.9-1.2" in legend_texts(ax)[0]
     pts = {tuple(np.round(c.lines[0].get_xydata()[0], 3)) for c in ax.containers}

@@ -85,13 +85,26 @@ def test_hier_ps_two_level_tree():
     assert max(p4.limits.values()) == pytest.approx(2 * ser, rel=1e-3)
 
 
-def test_ring_chain_of_two_hops():
-    # 2 workers, one per DC: 2 steps, each a chunk of S/2 over the WAN one way
+def test_ring_cycle_of_two_hops():
+    # 2 workers, one per DC: 2 steps per iteration, each a chunk of S/2 over the WAN one
+    # way; the ring's cycle is both hops (serialization + 50 ms each) and an iteration is
+    # 2 (W-1) / W = 1 round of it
     p = predict(scn("ring"))
     chunk = 4 * (N // 2) + 24
-    ser = 8 * tcp_bytes(chunk, acks=True) / 50e6   # the other hop's ACKs share the direction
-    assert p.terms["propagation (chain of 2 ring hops)"] == pytest.approx(0.100)
+    ser = 8 * tcp_bytes(chunk) / 50e6
+    (cycle,) = [k for k in p.terms if k.startswith("ring cycle")]
+    assert p.terms[cycle] == pytest.approx(2 * ser + 0.100, rel=1e-3)
     assert p.iteration_s == pytest.approx(2 * ser + 0.100, rel=1e-3)
+
+
+def test_ring_period_is_rounds_of_the_ring_not_a_chain_from_a_common_start():
+    # 3 DCs x 2 workers, LAN hops instantaneous: 10 steps per iteration = 10/6 rounds of a
+    # ring that crosses 3 WAN links (50 ms each) -> 10/6 x (3 x (ser + 0.050)) with ser
+    # the WAN hop's chunk of S/6; the LAN hops add their 1 Gbps serialization only
+    p = predict(scn("ring", dcs=3, per_dc=2))
+    chunk = 4 * -(-N // 6) + 24
+    wan, lan = 8 * tcp_bytes(chunk) / 50e6, 8 * tcp_bytes(chunk) / 1e9
+    assert p.iteration_s == pytest.approx(10 / 6 * (3 * (wan + 0.050) + 3 * lan), rel=1e-3)
 
 
 def test_ina_serialization_and_window_limits():
@@ -166,7 +179,7 @@ def test_summary_fidelity_fields_of_a_synthetic_run(tmp_path):
     s = json.loads((d / "summary.json").read_text())
     m = s["model"]
     assert m["kind"] == "model" and m["terms"]
-    ratio = s["metrics"]["iteration_time_mean_s"] / m["model_iteration_time_s"]
+    ratio = s["metrics"]["iteration_period_s"] / m["model_iteration_time_s"]
     assert m["measured_over_model"] == pytest.approx(ratio, rel=1e-3)
     outside = not 0.9 <= ratio <= 1.2
     assert any("largest term" in w for w in s["warnings"]) == outside
@@ -175,10 +188,10 @@ def test_summary_fidelity_fields_of_a_synthetic_run(tmp_path):
 def test_fidelity_warning_names_the_largest_term():
     from testbed.fidelity import model_section
     sc = scn("ps")
-    sec, warns = model_section(sc, {"iteration_time_mean_s": 10.0})
+    sec, warns = model_section(sc, {"iteration_period_s": 10.0})
     assert sec["measured_over_model"] > 1.2
     assert len(warns) == 1 and "largest term: serialization at g2->g1" in warns[0]
-    sec, warns = model_section(sc, {"iteration_time_mean_s": sec["model_iteration_time_s"]})
+    sec, warns = model_section(sc, {"iteration_period_s": sec["model_iteration_time_s"]})
     assert warns == [] and sec["measured_over_model"] == pytest.approx(1.0)
 
 

@@ -39,9 +39,9 @@ def test_speedup_against_the_baseline():
     assert never["time_to_accuracy_s"] is None                 # never reached: no speedup
     assert speedup(never, ina)["time_to_accuracy"] is None
     # table rows (CSV strings) give the same ratio; a missing number gives None
-    assert ratio({"iteration_time_mean_s": "2.0"}, {"iteration_time_mean_s": "0.5"}) == 4.0
-    assert ratio({"iteration_time_mean_s": None}, {"iteration_time_mean_s": 1.0}) is None
-    assert ratio({"iteration_time_mean_s": ""}, {"iteration_time_mean_s": 1.0}) is None
+    assert ratio({"iteration_period_s": "2.0"}, {"iteration_period_s": "0.5"}) == 4.0
+    assert ratio({"iteration_period_s": None}, {"iteration_period_s": 1.0}) is None
+    assert ratio({"iteration_period_s": ""}, {"iteration_period_s": 1.0}) is None
 
 
 def test_table_needs_the_baseline_and_names_what_is_there():
