@@ -223,3 +223,65 @@ repetitions: 2
     t = {(r["scheme"], r["wan.default.bandwidth_mbps"]): float(r["model_iteration_time_s"])
          for r in ok}
     assert t[("geo-ina", "10")] > t[("geo-ina", "100")]     # 1 MB gradients: bandwidth-bound
+
+
+# ---------------------------------------------------------------- under a bandwidth schedule
+
+def test_bandwidth_step_on_one_bottleneck_hand_worked():
+    # ps, 2 DCs x 1 worker, one WAN link (the bottleneck) at 50 Mbps that steps to 25 Mbps at
+    # t = 10 s: two steps; in each the iteration is the push's serialization at that rate,
+    # one round trip (100 ms) and the last chunk's return at that rate; no compute, so the
+    # communication time is the iteration and goodput = 8 S / it
+    from schemes.model_schedule import predict_schedule, schedule_steps
+    sc = scn("ps", extra="wan: {default: {bandwidth_mbps: 50, delay_ms: 50}, "
+                         "bandwidth_schedule: [{t_s: 10, mbps: 25}]}")
+    g = build_graph(sc)
+    steps = schedule_steps(g)
+    assert [(st.t_start_s, st.t_end_s, st.rates_mbps) for st in steps] == \
+        [(0.0, 10.0, {"g1-g2": 50.0}), (10.0, None, {"g1-g2": 25.0})]
+    payload = S + (N // 4096) * 24
+    for sp, rate in zip(predict_schedule("ps", g, sc), (50e6, 25e6)):
+        it = 8 * tcp_bytes(payload, acks=True) / rate + 0.100 + 8 * tcp_bytes(4 * 4096 + 24) / rate
+        assert sp.kind == "model" and sp.bandwidth_bound
+        assert sp.prediction.iteration_s == pytest.approx(it, rel=1e-3)
+        assert sp.goodput_mbps == pytest.approx(8 * S / it / 1e6, rel=1e-3)
+        assert sp.job_goodput_mbps == pytest.approx(2 * 8 * S / it / 1e6, rel=1e-3)
+        assert not any("not modelled" in n and "schedule" in n for n in sp.prediction.notes)
+    # halving the rate doubles the bandwidth part, not the round trip
+    a, b = predict_schedule("ps", g, sc)
+    assert b.prediction.iteration_s - a.prediction.iteration_s == \
+        pytest.approx(a.prediction.iteration_s - 0.100, rel=1e-6)
+
+
+def test_schedule_steps_group_edges_and_keep_the_others_rates():
+    from schemes.model_schedule import predict_at, schedule_steps
+    # 3 DCs: only g1-g2 has a schedule (a point at 0 and one at 5 s); the other links keep 50
+    sc = scn("hier-ps", dcs=3, extra="wan: {default: {bandwidth_mbps: 50, delay_ms: 10}, "
+                                     "edges: [{a: d0, b: d1, bandwidth_schedule: "
+                                     "[{t_s: 0, mbps: 10}, {t_s: 5, mbps: 20}]}]}")
+    g = build_graph(sc)
+    steps = schedule_steps(g, horizon_s=12)
+    assert [(s.t_start_s, s.t_end_s, s.bottleneck_mbps) for s in steps] == [(0.0, 5.0, 10.0), (5.0, 12.0, 20.0)]
+    assert all(s.rates_mbps["g1-g3"] == 50.0 and s.rates_mbps["g2-g3"] == 50.0 for s in steps)
+    slow, fast = (predict_at("hier-ps", g, sc, s.rates_mbps) for s in steps)
+    assert slow.goodput_mbps < fast.goodput_mbps
+    assert "g1-g2" in slow.binding or "g2->g1" in slow.binding or "g1->g2" in slow.binding
+
+
+def test_schedule_model_failure_paths():
+    from schemes.model_schedule import predict_at, predict_schedule, schedule_steps
+    from testbed.dilation import dilate_graph
+    sc = scn("ps")
+    g = build_graph(sc)
+    assert schedule_steps(g) == [] and predict_schedule("ps", g, sc) == []   # no schedule
+    with pytest.raises(ValueError, match="no WAN edge g7-g9"):
+        predict_at("ps", g, sc, {"g7-g9": 10})
+    with pytest.raises(ValueError, match="> 0"):
+        predict_at("ps", g, sc, {"g1-g2": 0})
+    rnd = scn("ps", extra="wan: {default: {bandwidth_mbps: 50}, "
+                          "bandwidth_schedule: {min_mbps: 10, max_mbps: 20, every_s: 5}}")
+    with pytest.raises(ValueError, match="horizon_s"):
+        schedule_steps(build_graph(rnd))                      # random: needs the horizon
+    assert len(schedule_steps(build_graph(rnd), 12)) == 3     # redraws at 0, 5, 10
+    with pytest.raises(ValueError, match="real-world graph"):
+        schedule_steps(dilate_graph(build_graph(rnd), 2), 12)
