@@ -243,9 +243,11 @@ def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *
 def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
                      bandwidth: tuple[np.ndarray, np.ndarray] | None = None, *,
                      title: str | None = None, dilation: float | None = None,
-                     bandwidth_label: str = "WAN bandwidth (bottleneck)"):
+                     bandwidth_label: str = "WAN bandwidth (bottleneck)",
+                     model: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()):
     """Job goodput over time, a line per scheme (t, Mbps), with the WAN capacity as a grey
-    step area behind it."""
+    step area behind it; `model`: the model's job goodput per bandwidth-schedule step,
+    (scheme, t, Mbps) step points, dashed in the scheme's color (one legend entry, "model")."""
     with paper_style():
         fig, ax = new_figure()
         if bandwidth is not None and len(bandwidth[0]):
@@ -255,6 +257,13 @@ def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
         for scheme, t, mbps in series:
             st = scheme_style(scheme)
             ax.plot(t, mbps, color=st["color"], label=st["label"], zorder=2)
+        labelled = False
+        for scheme, t, mbps in model:
+            if not len(t):
+                continue
+            ax.step(t, mbps, where="post", color=scheme_style(scheme)["color"], linestyle="--",
+                    linewidth=0.9, label=None if labelled else "model", zorder=1)
+            labelled = True
         ax.set_xlabel("Time (s)")
         ax.set_ylabel("Goodput (Mbps)")
         ax.set_ylim(bottom=0)

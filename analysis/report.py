@@ -233,10 +233,11 @@ class SweepReport:
             def make():
                 series = [(s, *rd.goodput_series()) for s, rd in runs]
                 bw = _bottleneck(runs[0][1], _longest(rd for _, rd in runs))
-                return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"))
+                return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"),
+                                          model=[(s, *rd.model_goodput_series()) for s, rd in runs])
             return FigureJob("goodput_over_time", "Job goodput over time, one run per scheme "
                              f"({_setting(reps[0], self.axes)}), with the WAN bottleneck bandwidth "
-                             "behind it.", make)
+                             "behind it." + tracking_section(runs, self.dilation()), make)
         if kind == "cdf":
             return self._cdf_job(spec)
         if kind == "accuracy_time":
@@ -378,9 +379,11 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
     if not runs:
         return []
     s = runs[0].dilation
-    jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it.",
+    jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it."
+                      + tracking_section([(r.scheme, r) for r in runs], s),
                       lambda: F.fig_goodput_time([(r.scheme, *r.goodput_series()) for r in runs],
-                                                 _bottleneck(runs[0], _longest(runs)), dilation=s)),
+                                                 _bottleneck(runs[0], _longest(runs)), dilation=s,
+                                                 model=[(r.scheme, *r.model_goodput_series()) for r in runs])),
             FigureJob("iteration_time_cdf", "CDF of iteration time.",
                       lambda: F.fig_cdf([(r.scheme, _run_condition(r, runs), r.iteration_times_s())
                                          for r in runs], dilation=s))]
@@ -389,6 +392,42 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
                               lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
                                                           dilation=s)))
     return jobs
+
+
+def tracking_section(runs: list[tuple[str, RunData]], dilation: float | None = None) -> str:
+    """Markdown under the goodput-over-time figure, for runs under a bandwidth schedule: per
+    run and schedule step the settled measured goodput, the model's and their ratio, and
+    whether goodput tracks the model (analysis/schedule_tracking.py). '' without a schedule."""
+    from analysis.schedule_tracking import SETTLE_ITERATIONS, TOLERANCE
+    tracked = [(s, rd, rd.goodput_tracking) for s, rd in runs]
+    tracked = [x for x in tracked if x[2]["steps"]]
+    if not tracked:
+        return ""
+    s = f"time dilation s = {dilation:g}; " if dilation and dilation != 1 else ""
+    lines = ["", "", "The dashed lines are the model's job goodput for each schedule step (model "
+             "output, schemes/model_schedule.py). Goodput per schedule step, settled: the steady "
+             f"complete iterations inside the step, less the first {SETTLE_ITERATIONS} after a change "
+             f"during the job; measured goodput per worker (8 x gradient bytes / communication time) "
+             f"against the model's for the step's rates ({s}real-world units). Goodput tracks when "
+             f"every step's measured/model ratio is within {TOLERANCE:.0%} of its median over the steps.",
+             "", "| scheme | step | from (s) | to (s) | bottleneck (Mbps) | settled iterations | "
+             "measured goodput (Mbps) | model goodput (Mbps) | measured/model | / median |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+
+    def f(v, fmt=".3g"):
+        return "-" if v is None else format(v, fmt)
+    for scheme, rd, tr in tracked:
+        for x in tr["steps"]:
+            lines.append(f"| {scheme} | {x['step']} | {f(x['t_start_s'], '.1f') if x['t_start_s'] is not None else 'start'} "
+                         f"| {f(x['t_end_s'], '.1f') if x['t_end_s'] is not None else 'end'} | {f(x['bottleneck_mbps'])} "
+                         f"| {len(x['iterations'])} | {f(x['measured_goodput_mbps'])} | {f(x['model_goodput_mbps'])} "
+                         f"| {f(x['measured_over_model'])} | {f(x['relative'])} |")
+        word = {True: "tracks", False: "does not track", None: "cannot tell"}[tr["tracks"]]
+        verdicts.append(f"- {scheme}: {word} within {tr['tolerance']:.0%}"
+                        + (f" (median measured/model {tr['median_ratio']:.3g})" if tr["median_ratio"] else "")
+                        + f": {tr['reason']}.")
+    return "\n".join(lines + [""] + verdicts)
 
 
 def _run_condition(run: RunData, runs: list[RunData]) -> str:

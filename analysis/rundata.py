@@ -159,6 +159,38 @@ class RunData:
             out[link["edge"]] = (t, m)
         return out
 
+    def bandwidth_changes(self) -> list[dict]:
+        """The schedule's changes as applied (bandwidth_events.jsonl; else summary.json's copy)."""
+        return read_jsonl(self.path / "bandwidth_events.jsonl") or list(self.summary.get("bandwidth_changes") or [])
+
+    @cached_property
+    def goodput_tracking(self) -> dict:
+        """Settled goodput per bandwidth-schedule step against the model's for that step, and
+        whether it tracks (analysis/schedule_tracking.py; the model: schemes/model_schedule.py)."""
+        from analysis import schedule_tracking as T
+        model = None
+        try:
+            from schemes.model_schedule import predict_at
+            from testbed.scenario import load_scenario
+            scn, g = load_scenario(self.path / "scenario.yaml"), self.graph
+            if g is not None:
+                def model(rates):
+                    p = predict_at(scn.scheme, g, scn, rates)
+                    return p.goodput_mbps, p.job_goodput_mbps
+                model(self._initial_rates())   # a scheme without a model: no model column
+        except Exception:
+            model = None
+        return T.goodput_tracking(self.events, self.bandwidth_changes(), self._initial_rates(),
+                                  self.dilation, model)
+
+    def _initial_rates(self) -> dict:
+        return {link["edge"]: link["mbps"] for link in self.wan_links}
+
+    def model_goodput_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """The model's job goodput per schedule step (real s, Mbps) over this run."""
+        from analysis.schedule_tracking import model_series
+        return model_series(self.goodput_tracking, M.makespan(self.records) / self.dilation)
+
     def accuracy_series(self) -> tuple[np.ndarray, np.ndarray]:
         """(real s since job start, accuracy)."""
         pts = M.accuracy_series(e for ev in self.events.values() for e in ev)

@@ -85,8 +85,12 @@ def test_time_series_figures_have_data_and_the_bandwidth_behind(results):
     ax = figs["goodput_over_time"].axes[0]
     assert ax.get_title() == "Goodput over time"
     assert ax.get_xlabel() == "Time (s)" and ax.get_ylabel() == "Goodput (Mbps)"
-    assert legend_texts(ax) == ["WAN bandwidth (bottleneck)", "PS", "Geo-INA"]
+    assert legend_texts(ax) == ["WAN bandwidth (bottleneck)", "PS", "Geo-INA", "model"]
     assert all(len(l.get_xdata()) >= 3 and np.all(np.asarray(l.get_ydata()) > 0) for l in ax.get_lines())
+    # the model's job goodput per schedule step: dashed, in each scheme's color, one level per step
+    model = [l for l in ax.get_lines() if l.get_linestyle() == "--"]
+    assert [l.get_color() for l in model] == [scheme_style("ps")["color"], scheme_style("geo-ina")["color"]]
+    assert all(len(set(np.round(l.get_ydata(), 6))) == 2 for l in model)     # 50 then 20 Mbps
     (area,) = ax.collections
     ys = {round(float(v), 6) for p in area.get_paths() for v in p.vertices[:, 1]}
     assert {50.0, 20.0} <= ys            # the schedule's two rates, in real-world Mbps
@@ -155,6 +159,9 @@ def test_single_run_report_and_errors(results):
     assert (run / "figures" / "goodput_over_time.png").is_file()
     assert not (run / "figures" / "goodput_over_time.pdf").exists()
     assert "| " + run.name + " | ps | True | 12 |" in md.read_text()
+    # under the goodput figure: the per-step table against the model and the verdict
+    assert "| scheme | step | from (s) | to (s) | bottleneck (Mbps) |" in md.read_text()
+    assert "- ps: tracks within 15%" in md.read_text() or "- ps: does not track" in md.read_text()
     jobs = run_jobs([RunData.load(run)])
     assert [j.name for j in jobs] == ["goodput_over_time", "iteration_time_cdf", "accuracy_vs_time"]
     with pytest.raises(ReportError, match="use pdf, png or svg"):

@@ -211,3 +211,97 @@ def test_the_fixture_summary_holds_the_row_of_its_folder():
     import json
     run = RunData.load(fixture_run())
     assert run.summary["metrics"] == json.loads(json.dumps(run.metrics()))
+
+
+# ---------------------------------------------------------------- goodput under a schedule
+# (analysis/schedule_tracking.py)
+
+T = 100.0
+
+
+def scheduled_run(comm_before=0.4, comm_after=0.8, change_at=5.05, n=10):
+    """Two workers, iteration i from T + i to T + i + 0.1 + comm (emulated s), 1 MB each;
+    iterations starting after the change take comm_after. The change: both WAN edges to
+    10 Mbps emulated at T + change_at (two records of one scheduled time)."""
+    ev = {"w0": [], "w1": []}
+    for i in range(n):
+        comm = comm_before if T + i < T + change_at else comm_after
+        for w in ev:
+            ev[w] += it(w, i, T + i, T + i + 0.1 + comm, gradient_bytes=1_000_000, compute_s=0.1,
+                        comm_s=comm)
+    changes = [{"t": T + change_at, "t_s": 3.0, "edge": "g1-g2", "mbps": 10.0},
+               {"t": T + change_at + 0.01, "t_s": 3.0, "edge": "g1-g3", "mbps": 10.0}]
+    return ev, changes
+
+
+def model_quarter(rates):
+    """A model whose goodput is a quarter of the bottleneck (and the job's twice that)."""
+    b = min(rates.values())
+    return b / 4, b / 2
+
+
+def test_goodput_tracks_the_model_step_by_step_after_settling():
+    from analysis.schedule_tracking import goodput_tracking
+    ev, ch = scheduled_run()
+    tr = goodput_tracking(ev, ch, {"g1-g2": 40.0, "g1-g3": 40.0}, dilation=2.0, model=model_quarter)
+    a, b = tr["steps"]
+    # step 0: iterations 1-4 (0 is the warm-up); iteration 5 straddles the change, 6 settles
+    assert a["iterations"] == [1, 2, 3, 4] and b["iterations"] == [7, 8, 9]
+    assert a["t_start_s"] is None and a["t_end_s"] == pytest.approx(5.05 / 2)
+    assert b["t_start_s"] == pytest.approx(5.06 / 2) and b["t_end_s"] is None
+    assert b["rates_mbps"] == {"g1-g2": 20.0, "g1-g3": 20.0}           # 10 emulated x s
+    # 8 x 1 MB / 0.4 s emulated = 20 Mbps emulated = 40 real; after: 20 real
+    assert a["measured_goodput_mbps"] == pytest.approx(40.0) and b["measured_goodput_mbps"] == pytest.approx(20.0)
+    assert a["model_goodput_mbps"] == 10.0 and b["model_goodput_mbps"] == 5.0
+    assert a["measured_over_model"] == pytest.approx(4.0) == b["measured_over_model"]
+    # job goodput: 2 workers x 4 MB / (T+1 .. T+4.5) = 2 x 8 x 4 / 3.5 emulated Mbps, x 2
+    assert a["measured_job_goodput_mbps"] == pytest.approx(2 * 8 * 4 / 3.5 * 2)
+    assert tr["tracks"] is True and tr["median_ratio"] == pytest.approx(4.0)
+
+
+def test_goodput_that_does_not_follow_the_rate_does_not_track():
+    from analysis.schedule_tracking import goodput_tracking
+    ev, ch = scheduled_run(comm_after=0.5)              # the rate halved, goodput only -20%
+    tr = goodput_tracking(ev, ch, {"g1-g2": 40.0, "g1-g3": 40.0}, 2.0, model_quarter)
+    assert tr["tracks"] is False and "outside 15%" in tr["reason"]
+    assert [round(x["relative"], 3) for x in tr["steps"]] == [round(4 / 5.2, 3), round(6.4 / 5.2, 3)]
+    assert [x["within"] for x in tr["steps"]] == [False, False]
+    # a tolerance that the 23% gap fits in
+    assert goodput_tracking(ev, ch, {"g1-g2": 40.0, "g1-g3": 40.0}, 2.0, model_quarter, 0.25)["tracks"]
+
+
+def test_goodput_tracking_failure_paths():
+    from analysis.schedule_tracking import goodput_tracking
+    ev, ch = scheduled_run()
+    rates = {"g1-g2": 40.0, "g1-g3": 40.0}
+    none = goodput_tracking(ev, [], rates, 2.0, model_quarter)              # no schedule
+    assert none["steps"] == [] and none["tracks"] is None and "no bandwidth schedule" in none["reason"]
+    assert goodput_tracking({"w0": []}, ch, rates, 2.0, model_quarter)["tracks"] is None
+    # a change late in the run: iteration 8 straddles it, 9 settles: no settled iteration left
+    ev, ch = scheduled_run(change_at=8.05)
+    late = goodput_tracking(ev, ch, rates, 2.0, model_quarter)
+    assert late["steps"][1]["iterations"] == [] and late["steps"][1]["measured_goodput_mbps"] is None
+    assert late["tracks"] is None and "1 step(s)" in late["reason"]
+    nomodel = goodput_tracking(*scheduled_run(), rates, 2.0, None)
+    assert nomodel["tracks"] is None and nomodel["steps"][0]["model_goodput_mbps"] is None
+
+
+def test_a_change_before_the_job_starts_needs_no_settling():
+    from analysis.schedule_tracking import applied_steps, goodput_tracking
+    ev, _ = scheduled_run(comm_after=0.4)
+    ch = [{"t": T - 1.0, "t_s": 0.0, "edge": "g1-g2", "mbps": 10.0},
+          {"t": T + 5.05, "t_s": 2.0, "edge": "g1-g2", "mbps": 20.0}]
+    assert [s["rates_mbps"]["g1-g2"] for s in applied_steps(ch, {"g1-g2": 40.0}, 2.0)] == [40.0, 20.0, 40.0]
+    tr = goodput_tracking(ev, ch, {"g1-g2": 40.0}, 2.0, model_quarter)
+    # the configured rate's step ended before the job: left out; the next starts with it
+    assert [x["iterations"] for x in tr["steps"]] == [[1, 2, 3, 4], [7, 8, 9]]
+    assert tr["steps"][0]["bottleneck_mbps"] == 20.0 and tr["steps"][0]["t_start_s"] is None
+
+
+def test_fixture_run_under_a_schedule_tracks_and_has_a_model_series():
+    run = RunData.load(fixture_run("sweep-strag", "p0001-r0"))
+    tr = run.goodput_tracking
+    assert len(tr["steps"]) >= 2 and tr["tracks"] in (True, False)
+    assert all(x["model_goodput_mbps"] > 0 for x in tr["steps"])
+    t, m = run.model_goodput_series()
+    assert t[0] == 0.0 and len(t) == len(m) and len(set(m)) == 2    # the schedule's two rates
