@@ -357,7 +357,8 @@ def _host_id(graph, w: str) -> str:
 def common_notes(graph) -> list:
     out = []
     if any(a.get("bandwidth_schedule") for _, _, a in graph.edges(data=True)):
-        out.append("bandwidth schedule not modelled: every link at its configured bandwidth_mbps")
+        out.append("bandwidth schedule: this prediction has every link at its configured "
+                   "bandwidth_mbps; per schedule step: schemes/model_schedule.py (run.py predict)")
     if any(a.get("jitter_ms") for _, _, a in graph.edges(data=True)):
         out.append("jitter not modelled (mean delays only)")
     return out

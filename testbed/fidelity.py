@@ -90,6 +90,30 @@ def main(scenario: str, overrides: list[str], schemes_arg: str | None = None, ou
             rows.append((name, f"{p.iteration_s:.4f}", f"{p.comm_s:.4f}",
                          f"{p.wan_bytes_per_iteration / 1e6:.3f}", t))
         out(_fmt_table(rows))
+    schedule_table(base, scenario, overrides, list(preds), out)
     for name, e in errors.items():
         out(f"model: scheme {name}: no prediction: {e}")
     return 0 if preds else 1
+
+
+def schedule_table(base, scenario, overrides, names, out=print) -> None:
+    """Under a bandwidth schedule: the model per step (schemes/model_schedule.py), one row
+    per scheme and step; nothing without a schedule. Random schedules are cut at the run's
+    duration (or lifecycle's default horizon)."""
+    from schemes.model_schedule import predict_schedule
+    from testbed.lifecycle import DEFAULT_SCHEDULE_HORIZON_S
+    from testbed.scenario import load_scenario
+    g = build_graph(base)
+    horizon = base.duration_s or DEFAULT_SCHEDULE_HORIZON_S
+    rows = [("scheme", "step from s", "to s", "bottleneck Mbps", "model s/iter", "goodput Mbps",
+             "job goodput Mbps", "binding")]
+    for name in names:
+        scn = base if name == base.scheme else load_scenario(scenario, overrides, False, name)
+        for sp in predict_schedule(name, g, scn, horizon):
+            st = sp.step
+            rows.append((name, f"{st.t_start_s:g}", "end" if st.t_end_s is None else f"{st.t_end_s:g}",
+                         f"{st.bottleneck_mbps:g}", f"{sp.prediction.iteration_s:.4f}",
+                         f"{sp.goodput_mbps:.3f}", f"{sp.job_goodput_mbps:.3f}", sp.binding))
+    if len(rows) > 1:
+        out("model per bandwidth-schedule step (every link at the step's rate; schemes/model_schedule.py):")
+        out(_fmt_table(rows))

@@ -285,3 +285,17 @@ def test_schedule_model_failure_paths():
     assert len(schedule_steps(build_graph(rnd), 12)) == 3     # redraws at 0, 5, 10
     with pytest.raises(ValueError, match="real-world graph"):
         schedule_steps(dilate_graph(build_graph(rnd), 2), 12)
+
+
+def test_predict_prints_the_model_per_schedule_step(capsys):
+    from testbed.fidelity import main
+    assert main(str(REPO / "scenarios" / "goodput-schedule.yaml"), [], "ps,geo-ina") == 0
+    out = capsys.readouterr().out
+    assert "model per bandwidth-schedule step" in out
+    table = out.split("model per bandwidth-schedule step")[1].splitlines()
+    rows = [l.split() for l in table if l.startswith(("ps ", "geo-ina "))]
+    assert [(r[0], r[1], r[3]) for r in rows] == [(s, t, b) for s in ("ps", "geo-ina")
+                                                  for t, b in (("0", "40"), ("15", "20"), ("30", "30"))]
+    assert all("serialization" in " ".join(r[7:]) for r in rows)    # bandwidth-bound in every step
+    main(str(REPO / "scenarios" / "quickstart.yaml"), [], "ps")
+    assert "schedule step" not in capsys.readouterr().out          # no schedule: no table
