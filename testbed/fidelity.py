@@ -101,10 +101,10 @@ def schedule_table(base, scenario, overrides, names, out=print) -> None:
     per scheme and step; nothing without a schedule. Random schedules are cut at the run's
     duration (or lifecycle's default horizon)."""
     from schemes.model_schedule import predict_schedule
-    from testbed.lifecycle import DEFAULT_SCHEDULE_HORIZON_S
+    from topologies.schedule import DEFAULT_HORIZON_S
     from testbed.scenario import load_scenario
     g = build_graph(base)
-    horizon = base.duration_s or DEFAULT_SCHEDULE_HORIZON_S
+    horizon = base.duration_s or DEFAULT_HORIZON_S
     rows = [("scheme", "step from s", "to s", "bottleneck Mbps", "model s/iter", "goodput Mbps",
              "job goodput Mbps", "binding")]
     for name in names:

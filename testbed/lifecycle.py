@@ -27,9 +27,8 @@ from testbed.scenario import dump_scenario, load_scenario
 from topologies import linkemu, netbuild
 from topologies.graph import build_graph
 from topologies.ports import interface_name
-
 # Random bandwidth schedules need a horizon; a run without duration_s uses this one (s).
-DEFAULT_SCHEDULE_HORIZON_S = 3600.0
+from topologies.schedule import DEFAULT_HORIZON_S as DEFAULT_SCHEDULE_HORIZON_S
 
 
 class RunInterrupted(Exception):

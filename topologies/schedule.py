@@ -23,6 +23,9 @@ import numpy as np
 from topologies.graph import wan_edges
 
 RATE_DECIMALS = 3   # Mbps to the kbit/s, the resolution tc/htb takes
+# Random schedules need a horizon; a run without duration_s uses this one (real s), and so
+# does the model per schedule step (run.py predict)
+DEFAULT_HORIZON_S = 3600.0
 
 
 class BandwidthEvent(NamedTuple):
