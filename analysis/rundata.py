@@ -168,7 +168,9 @@ class RunData:
         """Settled goodput per bandwidth-schedule step against the model's for that step, and
         whether it tracks (analysis/schedule_tracking.py; the model: schemes/model_schedule.py)."""
         from analysis import schedule_tracking as T
-        model = None
+        changes, model = self.bandwidth_changes(), None
+        if not changes:       # no schedule: nothing to predict per step
+            return T.goodput_tracking(self.events, changes, self._initial_rates(), self.dilation)
         try:
             from schemes.model_schedule import predict_at
             from testbed.scenario import load_scenario
@@ -180,8 +182,7 @@ class RunData:
                 model(self._initial_rates())   # a scheme without a model: no model column
         except Exception:
             model = None
-        return T.goodput_tracking(self.events, self.bandwidth_changes(), self._initial_rates(),
-                                  self.dilation, model)
+        return T.goodput_tracking(self.events, changes, self._initial_rates(), self.dilation, model)
 
     def _initial_rates(self) -> dict:
         return {link["edge"]: link["mbps"] for link in self.wan_links}
