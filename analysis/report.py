@@ -406,7 +406,8 @@ def tracking_section(runs: list[tuple[str, RunData]], dilation: float | None = N
     s = f"time dilation s = {dilation:g}; " if dilation and dilation != 1 else ""
     lines = ["", "", "The dashed lines are the model's job goodput for each schedule step (model "
              "output, schemes/model_schedule.py). Goodput per schedule step, settled: the steady "
-             f"complete iterations inside the step, less the first {SETTLE_ITERATIONS} iteration(s) "
+             f"complete iterations inside the step, less the first "
+             f"{'iteration' if SETTLE_ITERATIONS == 1 else f'{SETTLE_ITERATIONS} iterations'} "
              f"after a change made during the job; measured goodput per worker (8 x gradient bytes / communication time) "
              f"against the model's for the step's rates ({s}real-world units). Goodput tracks when "
              f"every step's measured/model ratio is within {TOLERANCE:.0%} of its median over the steps.",
