@@ -293,8 +293,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             try:   # the model beside the measurement (model output, testbed/fidelity.py)
                 from testbed.fidelity import model_section
                 summary["model"], warns = model_section(scn, summary.get("metrics"))
-                summary["warnings"] += warns
-                state["warnings"] += warns
+                summary["warnings"] += warns   # the same list as state["warnings"]: logged below once
             except Exception as e:
                 summary["model"] = None
                 summary["warnings"].append(f"model could not be computed: {e!r}")
