@@ -32,6 +32,7 @@ import numpy as np
 from workers import agg_packet as wire
 from workers.chunking import reassemble, split
 from workers.congestion import Aimd
+from workers.pacing import Pacer
 from workers.rtt import RttEstimator
 
 
@@ -53,6 +54,7 @@ class ClientConfig:
     max_retransmissions: int = 50
     congestion_control: bool = True     # False: cwnd = window always (fixed window)
     initial_cwnd: int = 16              # packets in flight before the first results
+    pacing: bool = True                 # pace at the measured delivery rate (workers/pacing.py)
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -129,6 +131,8 @@ class InaClient:
         w = cfg.window
         self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
                        ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control)
+        self.pacer = Pacer(enabled=cfg.pacing)
+        self._pace_at: float | None = None  # when pacing lets the next sends go
 
     # ------------------------------------------------------------- inputs
     def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
@@ -143,6 +147,7 @@ class InaClient:
                               [None] * n, [0] * n, [None] * n, [None] * n)
         self.next_seq += n
         self._timers = []
+        self.pacer.start(now)
         return self._send_ready(now)
 
     def on_packet(self, payload: bytes, now: float) -> list[Send]:
@@ -173,6 +178,7 @@ class InaClient:
         self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
+        self.pacer.on_result(now, self.rtt.srtt)
         self._stalls = 0
         return self._send_ready(now)
 
@@ -207,7 +213,9 @@ class InaClient:
         while self._timers and (it is None or self._timers[0][1] in it.results
                                 or it.deadline[self._timers[0][1]] != self._timers[0][0]):
             heapq.heappop(self._timers)
-        return self._timers[0][0] if self._timers else None
+        times = ([self._timers[0][0]] if self._timers else []) + \
+            ([self._pace_at] if self._pace_at is not None and not self.done else [])
+        return min(times) if times else None
 
     @property
     def done(self) -> bool:
@@ -230,9 +238,11 @@ class InaClient:
 
     # ------------------------------------------------------------ internals
     def _send_ready(self, now: float) -> list[Send]:
-        """Queued retransmissions first, then new chunks, while cwnd allows."""
-        it, w, out = self._it, self.cfg.window, []
-        while it.lost and it.in_flight < self.cc.allowed():
+        """Queued retransmissions first, then new chunks, while cwnd and pacing allow."""
+        it, w, out, pace = self._it, self.cfg.window, [], self.pacer
+        new_ok = lambda: it.next_to_send < len(it.chunks) and \
+            (it.next_to_send < w or (it.next_to_send - w) in it.results)
+        while it.lost and it.in_flight < self.cc.allowed() and pace.may_send(now):
             j = heapq.heappop(it.lost)
             if j in it.results:
                 continue                    # a late result answered it meanwhile
@@ -242,10 +252,11 @@ class InaClient:
                 it.event_resent = True
                 self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
             out.append(self._transmit(j, now, wire.RETX))
-        while it.next_to_send < len(it.chunks) and it.in_flight < self.cc.allowed() and \
-                (it.next_to_send < w or (it.next_to_send - w) in it.results):
+        while new_ok() and it.in_flight < self.cc.allowed() and pace.may_send(now):
             out.append(self._transmit(it.next_to_send, now, 0))
             it.next_to_send += 1
+        blocked = (it.lost or new_ok()) and it.in_flight < self.cc.allowed()
+        self._pace_at = pace.next_send_time(now) if blocked else None
         return out
 
     def _transmit(self, j: int, now: float, extra_flags: int) -> Send:
@@ -259,6 +270,7 @@ class InaClient:
             it.sent_at[j] = now
         it.last_tx[j] = now
         it.in_flight += 1
+        self.pacer.sent(now)
         it.deadline[j] = now + self.rtt.backed_off(min(self._stalls, it.retries[j]))
         heapq.heappush(self._timers, (it.deadline[j], j))
         self.stats.sent += 1
