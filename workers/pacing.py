@@ -77,7 +77,7 @@ class Pacer:
         if self.rate is None:
             return True
         self._refill(now)
-        return self._tokens >= 1.0
+        return self._tokens >= 1.0 - 1e-9     # float rounding of the refill
 
     def sent(self, now: float) -> None:
         if self.rate is not None:

@@ -1,0 +1,114 @@
+"""Pacing of the aggregation worker (workers/pacing.py): the delivery-rate estimate, the
+token bucket, and in the simulated network a flat tree whose synchronized first flights
+overflow a WAN queue of one bandwidth-delay product unless paced."""
+import numpy as np
+import pytest
+
+from control.agg_tree import build_tree
+from tests.agg_sim import Faults, build_sim, expected_sums, random_tensors
+from tests.agg_switches import factory
+from tests.agg_topo import graph
+from tests.test_ina_client import client, result_for
+from workers import agg_packet as ap
+from workers.pacing import Pacer
+
+
+def test_first_tensor_is_not_paced_then_gain_times_the_best_delivery_rate():
+    p = Pacer()
+    p.start(0.0)
+    assert p.rate is None and all(p.may_send(0.0) for _ in range(100))
+    # 100 results/s for 1 s, then 400/s for 0.2 s; intervals of srtt/4 = 0.1 s
+    times = [0.01 * i for i in range(100)] + [1.0 + 0.0025 * i for i in range(80)]
+    for t in times:
+        p.on_result(t, srtt=0.4)
+    p.start(2.0)
+    assert p.rate == pytest.approx(1.25 * 400, rel=0.05)
+
+
+def test_no_estimate_before_a_whole_interval():
+    p = Pacer()
+    p.start(0.0)
+    for t in (0.0, 0.001, 0.002):       # a burst shorter than srtt/4 says nothing
+        p.on_result(t, srtt=1.0)
+    p.start(1.0)
+    assert p.rate is None
+
+
+def test_token_bucket_sends_quanta_at_the_rate():
+    p = Pacer(rate=None)
+    p.start(0.0)
+    p.rate = 100.0                      # packets/s
+    sent = 0
+    while p.may_send(0.0):
+        p.sent(0.0)
+        sent += 1
+    assert sent == p.quantum            # a full bucket, then wait
+    assert p.next_send_time(0.0) == pytest.approx(p.quantum / 100.0)
+    t, n = 0.0, 0
+    while t < 1.0:
+        t = p.next_send_time(t)
+        while p.may_send(t):
+            p.sent(t)
+            n += 1
+    assert 95 <= n <= 100 + p.quantum
+
+
+def test_disabled_never_paces():
+    p = Pacer(enabled=False)
+    p.start(0.0)
+    for i in range(200):
+        p.on_result(0.01 * i, srtt=0.2)
+    p.start(3.0)
+    assert p.rate is None
+
+
+def test_client_paces_the_second_tensor_and_wakes_for_it():
+    c = client(window=64, initial_cwnd=64, initial_rto=5.0, min_rto=1.0)
+    x = np.arange(64 * 32, dtype=np.int32)
+    out = c.start(x, 0.0)
+    assert len(out) == 64               # first tensor: no estimate, whole window
+    more = []
+    for i, s in enumerate(out):         # results at 640/s, round trip 0.1 s
+        more += c.on_packet(result_for(s.payload), 0.1 + i / 640)
+    assert c.done and more == []
+    out = c.start(x, 1.0)
+    assert len(out) == c.pacer.quantum  # then one quantum, the rest paced
+    assert c.pacer.rate == pytest.approx(1.25 * 640, rel=0.1)
+    assert c.next_deadline() == pytest.approx(1.0 + c.pacer.quantum / c.pacer.rate)
+    assert len(c.on_timer(c.next_deadline())) == c.pacer.quantum
+
+
+def _flat_bottleneck(pacing: bool, seed=5):
+    """Flat ina, 2 datacenters x 4 workers, root in datacenter 1; WAN 2000 packets/s per
+    direction, round trip 40 ms, queue one BDP (80 packets); window 32 slots per worker, so
+    the 4 remote workers' 128 chunks fit the path (BDP + queue: 160) when spread over a
+    round trip, but their synchronized first flights are a burst of 128 into 80."""
+    g = graph(2, 1, 4, delays={(1, 2): 20})
+    tree = build_tree(g, job=1, scheme="ina", root=1, window=32)
+    faults = Faults(seed=seed, rate_pps=2000, queue_pkts=80)
+    sim = build_sim(g, factory("model"), [tree], faults, pacing=pacing, initial_cwnd=32,
+                    initial_rto=0.3, min_rto=0.1, max_rto=2.0, max_retransmissions=200)
+    times, drops = [], []
+    for it in range(4):
+        tensors = random_tensors([tree], 500 * 32, seed + it)
+        t0, d0 = sim.now, sim.stats.queue_drops
+        sim.start(tensors)
+        got = sim.run(until=sim.now + 600)
+        want = expected_sums([tree], tensors)
+        for (job, host), r in got.items():
+            np.testing.assert_array_equal(r.astype(np.int64), want[job], err_msg=host)
+        times.append(sim.now - t0)
+        drops.append(sim.stats.queue_drops - d0)
+    return times, drops
+
+
+def test_pacing_keeps_synchronized_first_flights_inside_the_wan_queue():
+    t_burst, d_burst = _flat_bottleneck(pacing=False)
+    t_paced, d_paced = _flat_bottleneck(pacing=True)
+    print(f"unpaced: {t_burst} s, drops {d_burst}; paced: {t_paced} s, drops {d_paced}")
+    assert sum(d_burst[1:]) > 100                   # the queue does overflow unpaced
+    assert sum(d_paced[1:]) == 0                    # paced: no drop once the rate is known
+    assert sum(t_paced[1:]) < sum(t_burst[1:])
+    # floor: 4 workers x 500 frames over 2000 packets/s, plus one round trip
+    assert min(t_paced[1:]) > 2000 / 2000 + 0.04
+    assert max(t_paced[1:]) < 1.2 * (2000 / 2000 + 0.04)
