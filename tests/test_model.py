@@ -118,7 +118,8 @@ def test_ina_serialization_and_window_limits():
     assert p.limits[ser_key] == pytest.approx(ser, rel=1e-6)
     win_key = next(k for k in p.limits if k.startswith("window"))
     w = int(win_key.split()[1])
-    assert p.limits[win_key] == pytest.approx((chunks / w - 1) * 0.100, rel=1e-6)
+    # (rounds - 1) round trips of 100 ms, then the last window's frames through the WAN link
+    assert p.limits[win_key] == pytest.approx((chunks / w - 1) * 0.100 + ser * w / chunks, rel=1e-6)
     # geo-ina: one partial sum per DC crosses, so half the WAN serialization
     g = predict(scn("geo-ina", per_dc=2))
     gk = next(k for k in g.limits if k.startswith("serialization"))

@@ -56,7 +56,7 @@ class InaCommunicator(CommunicatorBase):
         counts = {k: now[k] - self._counted.get(k, 0) for k in self.COUNTED}
         self._counted = now
         return {**counts, "overflow": c.overflow, "srtt_s": c.rtt.srtt, "rto_s": c.rtt.rto,
-                "cwnd": c.cc.cwnd}
+                "cwnd": c.cc.cwnd, "pacing_pps": c.pacer.rate}
 
     def describe(self) -> dict:
         cfg = self.client.cfg

@@ -2,9 +2,9 @@
 frames of frame_bytes(k) bytes to its aggregation point; each point sends one frame per
 chunk up when complete and multicasts results down, one frame per chunk per child. With
 W slots per worker in flight and the longest worker-root-worker round trip R, at most
-W chunks complete per R. Iteration: the largest of the busiest link's serialization,
-the window limit and the busiest switch's packet rate, plus one round trip for the last
-chunk."""
+W chunks complete per R, and each window's frames pass the busiest link one after the
+other. Iteration: the largest of the busiest link's serialization, the window limit and
+the busiest switch's packet rate, plus one round trip for the last chunk."""
 from __future__ import annotations
 
 import math
@@ -32,8 +32,13 @@ def model_for(shape: str):
         comp = M.compute(graph, scenario, workers)
         limits = M.link_limits(load, scenario)
         w = tree.window
+        # Window-limited, a round takes R, but the last window's chunks are spaced by the
+        # busiest link (measured: results come back in bursts at the WAN rate, not all at
+        # once): the last one completes a window's serialization after the first.
+        ser, _ = load.serialization()
         limits[f"window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
-               f"({chunks} chunks of k={k})"] = max(0.0, chunks / w - 1) * rtt
+               f"({chunks} chunks of k={k}), the last window serialized"] = \
+            max(0.0, chunks / w - 1) * rtt + ser * min(1.0, w / chunks)
         add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt}
         notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
                  "the congestion window persists across iterations and has no restart after "
