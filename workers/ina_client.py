@@ -178,7 +178,9 @@ class InaClient:
         self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
-        self.pacer.on_result(now, self.rtt.srtt)
+            # nor re-sent chunks for the rate: a switch answers them from its stored
+            # result, in bursts at the LAN's rate, not the path's
+            self.pacer.on_result(now, self.rtt.srtt)
         self._stalls = 0
         return self._send_ready(now)
 
