@@ -112,3 +112,19 @@ def test_pacing_keeps_synchronized_first_flights_inside_the_wan_queue():
     # floor: 4 workers x 500 frames over 2000 packets/s, plus one round trip
     assert min(t_paced[1:]) > 2000 / 2000 + 0.04
     assert max(t_paced[1:]) < 1.2 * (2000 / 2000 + 0.04)
+
+
+def test_a_late_wake_up_catches_up():
+    # a worker woken two quantum periods late may send what it owed (up to 4 quanta),
+    # else the effective rate falls below the nominal one and the next estimate with it
+    p = Pacer()
+    p.start(0.0)
+    p.rate = 800.0
+    while p.may_send(0.0):
+        p.sent(0.0)
+    late = p.next_send_time(0.0) + 2 * p.quantum / 800.0
+    n = 0
+    while p.may_send(late):
+        p.sent(late)
+        n += 1
+    assert n == 3 * p.quantum

@@ -22,7 +22,11 @@ shapes first flights and recoveries. A tensor with no estimate (the first) is no
 paced: slow start from the initial window is gentle enough.
 
 Sends leave in quanta of `quantum` packets (a few hundred bytes each) so a worker
-wakes once per quantum, not once per packet. Pure state, no clock: callers pass times.
+wakes once per quantum, not once per packet. The bucket holds `BURST_QUANTA` quanta so a
+late wake-up catches up: capped at one quantum, a busy 2-core machine's wake-up latency
+made the effective rate ~0.7 x the nominal one, the next tensor measured that, and the
+rate fell tensor after tensor (flat ina at 100 Mbps: 1463 -> 1247 -> 1016 packets/s,
+iterations 0.86 -> 0.98 -> 1.06 s). Pure state, no clock: callers pass times.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 
 GAIN = 1.25
 QUANTUM = 8
+BURST_QUANTA = 4
 INTERVAL_RTTS = 0.25
 
 
@@ -70,7 +75,8 @@ class Pacer:
 
     def _refill(self, now: float) -> None:
         if now > self._t:
-            self._tokens = min(float(self.quantum), self._tokens + (now - self._t) * self.rate)
+            cap = float(self.quantum * BURST_QUANTA)
+            self._tokens = min(cap, self._tokens + (now - self._t) * self.rate)
             self._t = now
 
     def may_send(self, now: float) -> bool:
