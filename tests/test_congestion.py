@@ -138,19 +138,3 @@ def test_no_undo_once_a_timed_out_chunk_was_resent():
     for s in out:
         c.on_packet(result_for(s.payload), 0.7)
     assert c.stats.cwnd_undos == 0 and c.cc.ssthresh == 2    # the cut stands
-
-
-def test_slow_start_ends_when_the_round_trip_grows():
-    cc = Aimd(cwnd=16, ssthresh=1024, max_cwnd=1024)
-    for _ in range(20):                         # samples at the minimum: keep doubling
-        cc.on_rtt(0.100, 0.100)
-    cc.on_rtt(0.200, 0.100)                     # one late sample is noise
-    cc.on_rtt(0.100, 0.100)
-    assert cc.ssthresh == 1024
-    for _ in range(7):
-        cc.on_rtt(0.120, 0.100)                 # 20% above the minimum: a queue
-    assert cc.ssthresh == 1024
-    cc.on_rtt(0.120, 0.100)
-    assert cc.ssthresh == cc.cwnd == 16         # the 8th in a row: additive increase from here
-    cc.on_result()
-    assert cc.cwnd == pytest.approx(16 + 1 / 16)

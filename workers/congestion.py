@@ -15,20 +15,11 @@ The congestion window finds what the path carries instead:
   late result without being re-sent, the timeouts were queueing delay, not loss, and
   the decrease is undone (the caller decides; flat ina measured 0 retransmissions
   but a decrease per iteration without this);
-- slow start ends on delay (as Linux CUBIC's HyStart): after `DELAY_RUN` round-trip
-  samples in a row above 9/8 of the smallest, ssthresh = cwnd. Why: a queue is building,
-  and doubling further overflows it. Flat ina at 25 Mbps overshot in the warm-up (1,837
-  WAN queue drops), two halvings left cwnd at 262 of the ~410 per worker the path needs,
-  and additive increase (+1 per 1.65 s dilated round trip) had reached only 306 three
-  iterations later: 2.56 s per iteration against a model of 1.81;
 - cwnd stays in [1, W]. Pure state, no clock: the caller passes times.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-DELAY_RUN = 8                # HyStart looks at the first 8 samples of a round
-DELAY_THRESHOLD = 1 / 8      # HyStart's minRTT / 8
 
 
 @dataclass
@@ -39,7 +30,6 @@ class Aimd:
     enabled: bool = True
     recover_at: float = float("-inf")   # time of the last decrease
     before_cut: tuple | None = None     # (cwnd, ssthresh) before it, for undo
-    delayed: int = 0                    # samples in a row above the delay threshold
 
     def __post_init__(self):
         if not 1 <= self.cwnd <= self.max_cwnd:
@@ -54,14 +44,6 @@ class Aimd:
             return
         step = 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
         self.cwnd = min(self.max_cwnd, self.cwnd + step)
-
-    def on_rtt(self, sample: float, min_rtt: float) -> None:
-        """A round-trip sample: leave slow start once the queue grows (HyStart)."""
-        if not self.enabled or self.cwnd >= self.ssthresh:
-            return
-        self.delayed = self.delayed + 1 if sample > (1 + DELAY_THRESHOLD) * min_rtt else 0
-        if self.delayed >= DELAY_RUN:
-            self.ssthresh, self.delayed = self.cwnd, 0
 
     def on_loss(self, sent_at: float, now: float) -> bool:
         """A copy sent at `sent_at` timed out at `now`; True if the window was cut."""

@@ -178,7 +178,6 @@ class InaClient:
         self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
-            self.cc.on_rtt(now - it.sent_at[j], self.rtt.min_rtt)
             # nor re-sent chunks for the rate: a switch answers them from its stored
             # result, in bursts at the LAN's rate, not the path's
             self.pacer.on_result(now, self.rtt.srtt)

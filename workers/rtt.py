@@ -25,7 +25,6 @@ class RttEstimator:
     granularity: float = 0.001
     srtt: float | None = None
     rttvar: float | None = None
-    min_rtt: float | None = None        # smallest sample: the path with empty queues
 
     def __post_init__(self):
         if not 0 < self.min_rto <= self.initial_rto <= self.max_rto:
@@ -35,7 +34,6 @@ class RttEstimator:
     def sample(self, rtt: float) -> None:
         if rtt < 0:
             raise ValueError(f"negative RTT sample {rtt}: timestamps must come from one monotonic clock")
-        self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
         if self.srtt is None:
             self.srtt, self.rttvar = rtt, rtt / 2
         else:
