@@ -87,7 +87,8 @@ def _bottleneck_run(cc: bool, seed=3):
     g = graph(2, 1, 4, delays={(1, 2): 20})
     tree = build_tree(g, job=1, scheme="geo-ina", root=1, window=128)
     faults = Faults(seed=seed, rate_pps=2000, queue_pkts=24)
-    sim = build_sim(g, factory("model"), [tree], faults, congestion_control=cc,
+    # unpaced, so the comparison is AIMD's alone (pacing: tests/test_pacing.py)
+    sim = build_sim(g, factory("model"), [tree], faults, congestion_control=cc, pacing=False,
                     initial_rto=0.3, min_rto=0.05, max_rto=2.0, max_retransmissions=200)
     for it in range(2):
         tensors = random_tensors([tree], 600 * 32, seed + it)
