@@ -1,6 +1,6 @@
 """Scheme benchmark: iteration time of every scheme and speedup over ps, at three WAN rates.
 
-    python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 3] [--parameters 262144]
+    python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 6] [--parameters 262144]
                                  [--dilation 10] [--schemes ps,hier-ps,ring,ina,geo-ina] [--out DIR]
 
 Scenario: 3 datacenters (Washington DC, Frankfurt, Tokyo: catalog RTTs 91/165/233 ms), one
@@ -89,7 +89,8 @@ def _f(v, nd=3):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 run.py bench schemes")
     ap.add_argument("--bandwidths", default="25,50,100", help="WAN Mbps (real world), comma-separated")
-    ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--iterations", type=int, default=6,
+                    help="iterations per run, the first one warm-up (TCP windows take a few to grow)")
     ap.add_argument("--parameters", type=int, default=262144)
     ap.add_argument("--dilation", type=float, default=10.0)
     ap.add_argument("--schemes", default=",".join(SCHEMES))
