@@ -34,7 +34,7 @@ RESULT = 3     # an aggregated result coming back down
 BYE = 4        # orderly end: the receiver stops waiting for more
 DATA_END = 5   # the last DATA chunk of an iteration
 
-MAX_ELEMENTS = 1 << 31
+MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
 
 # The scenario's TCP congestion control (testbed/tcp.py), set on every socket opened here
 TCP_CONGESTION_ENV = "GDML_TCP_CONGESTION"
@@ -48,7 +48,7 @@ def _tcp_socket_options(s: socket.socket) -> None:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
     except OSError as e:
         raise PeerError(f"cannot set TCP congestion control {name!r} ({e.strerror}): is the "
-                        f"kernel module tcp_{name} loaded?") from None   # sanity limit: a corrupt header must not allocate terabytes
+                        f"kernel module tcp_{name} loaded?") from None
 
 
 class PeerError(ConnectionError):
