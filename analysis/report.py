@@ -443,7 +443,8 @@ def runs_table(runs: list[RunData]) -> str:
     cols = ["run", "scheme", "complete", "iterations"] + list(TABLE_METRICS) + ["retransmissions", "switch_drops"]
     lines = ["| " + " | ".join(F.label(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for r in runs:
-        m = dict(r.metrics(), **model_columns(r.summary))
+        row = r.metrics()
+        m = dict(row, **model_columns(r.summary, row, r.path / "scenario.yaml"))
         m["run"] = r.path.name
         cells = []
         for c in cols:

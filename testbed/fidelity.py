@@ -31,6 +31,12 @@ def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
     from analysis.measure import TIME_PER_ITERATION
     measured = (metrics or {}).get(TIME_PER_ITERATION)
     ratio = measured / p.iteration_s if measured is not None and p.iteration_s > 0 else None
+    if has_schedule(scn):
+        # the pace spans every step of the schedule, the model is at the configured rates:
+        # no ratio; per step, analysis/schedule_tracking.py compares goodput with the model
+        ratio = None
+        sec["notes"] = list(sec["notes"]) + ["bandwidth schedule: no measured/model ratio for the "
+                                             "whole run; see the goodput tracking per step"]
     sec["model_iteration_time_s"] = round(p.iteration_s, 6)
     sec["measured_over_model"] = None if ratio is None else round(ratio, 4)
     sec["band"] = list(BAND)
@@ -43,11 +49,34 @@ def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
     return sec, warnings
 
 
-def model_columns(summary: dict | None) -> dict:
-    """model_iteration_time_s and measured_over_model of a run's summary (None if absent)."""
+def has_schedule(scn) -> bool:
+    """Whether any WAN link of the scenario has a bandwidth schedule."""
+    return scn.wan.bandwidth_schedule is not None or any(
+        getattr(e, "bandwidth_schedule", None) is not None for e in scn.wan.edges)
+
+
+def model_columns(summary: dict | None, row: dict | None = None, scenario_path=None) -> dict:
+    """model_iteration_time_s and measured_over_model of a run (None if absent). With the
+    run's scenario file, the model is predicted again (the model of today's code, not the
+    one stored when the run was made); with its metrics row, the ratio is that row's time per
+    iteration over it, so the two columns always agree with the row beside them."""
     m = (summary or {}).get("model") or {}
-    return {"model_iteration_time_s": m.get("model_iteration_time_s"),
-            "measured_over_model": m.get("measured_over_model")}
+    model_s, ratio = m.get("model_iteration_time_s"), m.get("measured_over_model")
+    if scenario_path is not None:
+        try:
+            from testbed.scenario import load_scenario
+            scn = load_scenario(str(scenario_path), [], emulation_limits=False)
+            model_s = round(predict_scenario(scn).iteration_s, 6)
+            if has_schedule(scn):
+                return {"model_iteration_time_s": model_s, "measured_over_model": None}
+        except Exception:   # an old run whose scenario no longer loads: keep what it stored
+            pass
+    comparable = scenario_path is not None or ratio is not None   # (a schedule stored None)
+    if row is not None and model_s and comparable:
+        from analysis.measure import TIME_PER_ITERATION
+        measured = row.get(TIME_PER_ITERATION)
+        ratio = None if measured is None else round(measured / model_s, 4)
+    return {"model_iteration_time_s": model_s, "measured_over_model": ratio}
 
 
 # ---------------------------------------------------------------- run.py predict

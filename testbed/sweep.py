@@ -188,7 +188,7 @@ def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
         metrics = run.metrics(sw.target_accuracy)
         # the model's time and the ratio, beside the measured row (model output)
         from testbed.fidelity import model_columns
-        model = model_columns(run.summary)
+        model = model_columns(run.summary, metrics, run_dir / "scenario.yaml")
         status = "ok" if run.summary.get("complete") else "failed"
         error = None if status == "ok" else f"run incomplete: {run.summary.get('reason', 'no summary.json')}"
     except Exception as e:   # results that do not parse are the point's failure, not the sweep's

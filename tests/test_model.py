@@ -300,3 +300,40 @@ def test_predict_prints_the_model_per_schedule_step(capsys):
     assert all("serialization" in " ".join(r[7:]) for r in rows)    # bandwidth-bound in every step
     main(str(REPO / "scenarios" / "quickstart.yaml"), [], "ps")
     assert "schedule step" not in capsys.readouterr().out          # no schedule: no table
+
+
+def test_no_measured_over_model_for_a_run_under_a_bandwidth_schedule():
+    # the pace spans every step, the model is at the configured rates: no ratio, no warning
+    from testbed.fidelity import has_schedule, model_section
+    sc = parse_scenario(f"""
+name: m
+datacenters:
+  - {{name: d0, lat: 0, lon: 0, racks: 1, workers_per_rack: 1}}
+  - {{name: d1, lat: 0, lon: 3, racks: 1, workers_per_rack: 1}}
+wan: {{default: {{bandwidth_mbps: 50, delay_ms: 50}}, bandwidth_schedule: [{{t_s: 5, mbps: 10}}]}}
+scheme: ps
+workload: {{kind: synthetic, parameters: {N}}}
+iterations: 5
+""", "<model>")
+    assert has_schedule(sc) and not has_schedule(scn("ps"))
+    sec, warns = model_section(sc, {"iteration_period_s": 10.0})
+    assert sec["measured_over_model"] is None and warns == []
+    assert any("bandwidth schedule" in n for n in sec["notes"])
+
+
+def test_model_columns_follow_todays_model_and_the_row_beside_them():
+    # a summary stored by older code (another model time and ratio): with the scenario file,
+    # the model is predicted again; with the row, the ratio is the row's pace over it
+    from testbed.fidelity import model_columns, predict_scenario
+    from testbed.scenario import load_scenario
+    path = REPO / "scenarios" / "quickstart.yaml"
+    today = predict_scenario(load_scenario(str(path), [], emulation_limits=False)).iteration_s
+    old = {"model": {"model_iteration_time_s": 123.0, "measured_over_model": 9.9}}
+    row = {"iteration_period_s": 2 * today, "iteration_time_mean_s": 5 * today}
+    cols = model_columns(old, row, path)
+    assert cols["model_iteration_time_s"] == pytest.approx(today, rel=1e-5)
+    assert cols["measured_over_model"] == pytest.approx(2.0, rel=1e-3)
+    assert model_columns(old) == {"model_iteration_time_s": 123.0, "measured_over_model": 9.9}
+    assert model_columns(old, row)["measured_over_model"] == pytest.approx(2 * today / 123.0, abs=1e-4)
+    assert model_columns({"model": {"model_iteration_time_s": 1.0, "measured_over_model": None}},
+                         row)["measured_over_model"] is None   # a schedule's stored None stays

@@ -16,8 +16,8 @@ results arrived over any interval of a quarter round trip in the previous tensor
 max filter, as BBR's bottleneck-bandwidth estimate), and paces the next tensor at
 `gain` x that rate. Results are clocked by the bottleneck, so this is the path's rate;
 gain 1.25 (BBR's probing gain) lets the rate grow when the path got faster, and
-keeps what a synchronized first flight adds to a shared queue to a quarter of the
-window. Within a tensor, results clock the sends below that rate, so pacing only
+keeps what a synchronized first flight adds to a shared queue to a fifth of the
+window (0.25 / 1.25 of what is sent while the link drains at 1x). Within a tensor, results clock the sends below that rate, so pacing only
 shapes first flights and recoveries. A tensor with no estimate (the first) is not
 paced: slow start from the initial window is gentle enough.
 
