@@ -62,15 +62,6 @@ class StepPrediction:
         """Whether the binding limit is a link's serialization (bytes / rate)."""
         return self.binding.startswith("serialization")
 
-    def as_dict(self) -> dict:
-        return {"kind": self.kind, "t_start_s": self.step.t_start_s, "t_end_s": self.step.t_end_s,
-                "rates_mbps": dict(self.step.rates_mbps), "bottleneck_mbps": self.step.bottleneck_mbps,
-                "iteration_s": round(self.prediction.iteration_s, 6),
-                "comm_s": round(self.prediction.comm_s, 6),
-                "goodput_mbps": round(self.goodput_mbps, 4),
-                "job_goodput_mbps": round(self.job_goodput_mbps, 4),
-                "binding": self.binding, "bandwidth_bound": self.bandwidth_bound}
-
 
 def initial_rates(graph) -> dict:
     """Every WAN edge's configured rate (before the schedule's first point)."""

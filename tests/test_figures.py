@@ -161,7 +161,7 @@ def test_single_run_report_and_errors(results):
     assert "| " + run.name + " | ps | True | 12 |" in md.read_text()
     # under the goodput figure: the per-step table against the model and the verdict
     assert "| scheme | step | from (s) | to (s) | bottleneck (Mbps) |" in md.read_text()
-    assert "- ps: tracks within 15%" in md.read_text() or "- ps: does not track" in md.read_text()
+    assert "- ps: tracks within 15%" in md.read_text()   # this run's steps: 0.98 and 1.02 of the median
     jobs = run_jobs([RunData.load(run)])
     assert [j.name for j in jobs] == ["goodput_over_time", "iteration_time_cdf", "accuracy_vs_time"]
     with pytest.raises(ReportError, match="use pdf, png or svg"):
