@@ -117,7 +117,7 @@ def test_aimd_avoids_queue_overflow_at_a_wan_bottleneck():
 
 
 def test_decrease_undone_when_every_timed_out_chunk_was_only_late():
-    c = client(window=64, initial_cwnd=16, initial_rto=0.5, min_rto=0.01)
+    c = client(window=64, initial_cwnd=16, initial_rto=0.5, min_rto=0.01, rack=False)
     out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
     for s in out[:12]:                               # 12 answered: slow start sends 24 more
         c.on_packet(result_for(s.payload), 0.3)
@@ -139,3 +139,71 @@ def test_no_undo_once_a_timed_out_chunk_was_resent():
     for s in out:
         c.on_packet(result_for(s.payload), 0.7)
     assert c.stats.cwnd_undos == 0 and c.cc.ssthresh == 2    # the cut stands
+
+
+# ---------------------------------------------------------------- RACK (RFC 8985 adapted)
+def _answer(c, sends, now):
+    out = []
+    for s in sends:
+        out += c.on_packet(result_for(s.payload), now)
+    return out
+
+
+def test_a_growing_queue_is_not_a_loss_while_results_keep_coming():
+    """Slow start into a deep queue: each result comes a frame time (10 ms) later than the
+    last, so round trips grow past the RTO learnt from the first samples. With the timer
+    restarted by results nothing times out; with per-chunk timers alone chunks are re-sent."""
+    def run(rack):
+        c = client(window=256, initial_cwnd=16, initial_rto=0.2, min_rto=0.05, rack=rack)
+        c.rtt.granularity = 0.05
+        pending = list(c.start(np.arange(200 * 32, dtype=np.int32), 0.0))
+        t = 0.0
+        while not c.done:
+            t += 0.01                                # the link drains a frame per 10 ms
+            pending += c.on_timer(t)
+            s = pending.pop(0)
+            if ap_flags(s) & ap.RETX:
+                continue                             # a re-sent copy: its answer is a duplicate
+            pending += c.on_packet(result_for(s.payload), t)
+        return c.stats.retransmissions
+    assert run(rack=True) == 0
+    assert run(rack=False) >= 10                     # 12: the spurious re-sends it replaces
+
+
+def test_a_chunk_is_lost_once_a_later_one_is_answered_and_the_reordering_window_passed():
+    c = client(window=64, initial_cwnd=2, initial_rto=2.0, min_rto=1.0)
+    c0, c1 = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    c2, c3 = _answer(c, [c0], 0.10)                  # slow start: two more sent at 0.10
+    c4, c5 = _answer(c, [c1], 0.12)                  # and two at 0.12
+    c6, c7 = _answer(c, [c4], 0.22)                  # c2, c3 (sent before c4) not answered
+    reo = c.rtt.srtt / 4
+    assert c.next_deadline() == pytest.approx(0.10 + 0.10 + reo)
+    assert c.on_timer(0.10 + 0.10 + reo - 0.001) == []                   # not yet
+    c.on_timer(0.10 + 0.10 + reo)
+    assert sorted(c._it.lost) == [2, 3] and c.stats.cwnd_decreases == 1    # one event
+    assert c.stats.retransmissions == 0 and len(c._it.outstanding) == 3   # > cwnd 2.5: wait
+    rx = _answer(c, [c5, c6], 0.25)                   # room again: the lost go first
+    offsets = [ap.decode(s.payload).offset for s in rx if ap_flags(s) & ap.RETX]
+    assert offsets == [ap.decode(c2.payload).offset, ap.decode(c3.payload).offset]
+    assert c.stats.retransmissions == 2              # at 0.25 s, long before any RTO (>= 1 s)
+
+
+def test_reordering_within_the_window_is_not_a_loss():
+    c = client(window=64, initial_cwnd=2, initial_rto=2.0, min_rto=1.0)
+    c0, c1 = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
+    c2, c3 = _answer(c, [c0], 0.10)
+    c4, c5 = _answer(c, [c1], 0.12)
+    _answer(c, [c4], 0.22)
+    _answer(c, [c2, c3], 0.22 + 0.01)                # later than c4, by less than srtt / 4
+    c.on_timer(0.3)
+    assert c.stats.retransmissions == 0 and c.stats.cwnd_decreases == 0
+
+
+def test_a_tail_loss_times_out_one_rto_after_the_last_result():
+    c = client(window=64, initial_cwnd=4, initial_rto=0.5, min_rto=0.5)
+    out = c.start(np.arange(4 * 32, dtype=np.int32), 0.0)
+    _answer(c, out[:3], 0.3)                         # the last chunk's answer never comes
+    assert c.on_timer(0.5) == []                     # its own timer (0 + 0.5) restarted
+    assert c.next_deadline() == pytest.approx(0.3 + 0.5)
+    rx = c.on_timer(0.3 + 0.5)
+    assert len(rx) == 1 and ap_flags(rx[0]) & ap.RETX    # the RTO it was sent with

@@ -17,21 +17,84 @@ def test_first_tensor_is_not_paced_then_gain_times_the_best_delivery_rate():
     p = Pacer()
     p.start(0.0)
     assert p.rate is None and all(p.may_send(0.0) for _ in range(100))
-    # 100 results/s for 1 s, then 400/s for 0.2 s; intervals of srtt/4 = 0.1 s
+    # 100 results/s for 1 s, then 400/s for 0.2 s; intervals of one srtt = 0.1 s
     times = [0.01 * i for i in range(100)] + [1.0 + 0.0025 * i for i in range(80)]
     for t in times:
-        p.on_result(t, srtt=0.4)
+        p.on_result(t, srtt=0.1)
     p.start(2.0)
     assert p.rate == pytest.approx(1.25 * 400, rel=0.05)
 
 
-def test_no_estimate_before_a_whole_interval():
+def test_too_few_results_say_nothing():
     p = Pacer()
     p.start(0.0)
-    for t in (0.0, 0.001, 0.002):       # a burst shorter than srtt/4 says nothing
+    for t in (0.0, 0.001, 0.002):       # fewer than MIN_SAMPLES results
         p.on_result(t, srtt=1.0)
     p.start(1.0)
     assert p.rate is None
+
+
+def test_a_tensor_shorter_than_a_round_trip_is_estimated_packet_pair_style():
+    p = Pacer()
+    p.start(0.0)
+    for i in range(80):                 # 80 results at 400/s, all within srtt = 0.5 s
+        p.on_result(0.2 + i / 400, srtt=0.5)
+    p.start(1.0)
+    assert p.rate == pytest.approx(1.25 * 400, rel=0.01)
+
+
+def test_rate_over_n_arrivals_is_n_minus_1_intervals():
+    p = Pacer()
+    p.start(0.0)
+    for i in range(200):                # exactly 100/s, srtt 0.8 s: 81 arrivals per span
+        p.on_result(i / 100, srtt=0.8)
+    p.start(3.0)
+    assert p.rate == pytest.approx(1.25 * 100, rel=1e-6)
+
+
+def test_batched_reads_with_arrival_times_measure_the_link_not_the_batches():
+    """A worker that gets a CPU every 50 ms reads 20 results at once; with their kernel
+    arrival times the estimate is the 400/s they arrived at."""
+    c = client(window=128, initial_cwnd=128, initial_rto=5.0, min_rto=1.0)
+    x = np.arange(128 * 32, dtype=np.int32)
+    out = c.start(x, 0.0)
+    for i, s in enumerate(out):
+        arrival = 0.1 + i / 400
+        read = 0.1 + 0.05 * (1 + i // 20)
+        out += c.on_packet(result_for(s.payload), read, arrival)
+        if c.done:
+            break
+    c.start(x, 2.0)
+    assert c.pacer.rate == pytest.approx(1.25 * 400, rel=0.02)
+
+
+def test_arrival_time_reads_the_kernel_timestamp_onto_the_callers_clock():
+    import struct
+    from workers.ina_udp import SO_TIMESTAMPNS, arrival_time
+    import socket
+    anc = [(socket.SOL_SOCKET, SO_TIMESTAMPNS, struct.pack("@qq", 1000, 250_000_000))]
+    # realtime - clock = 900 s: realtime 1000.25 is 100.25 on the caller's clock
+    assert arrival_time(anc, 900.0, now=101.0) == pytest.approx(100.25)
+    assert arrival_time(anc, 900.0, now=100.0) == 100.0       # never after it was read
+    assert arrival_time([], 900.0, now=5.0) is None
+
+
+def test_a_real_socket_stamps_arrivals():
+    import socket
+    import time
+    from workers.ina_udp import ANC_BYTES, arrival_time, open_socket
+    rx = open_socket("127.0.0.1", port=0)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        tx.sendto(b"x", rx.getsockname())
+        time.sleep(0.2)                 # read late: the stamp is from before the sleep
+        now = time.monotonic()
+        _, anc, _, _ = rx.recvmsg(64, ANC_BYTES)
+        t = arrival_time(anc, time.time() - now, now)
+        assert t is not None and 0.15 < now - t < 5.0
+    finally:
+        rx.close()
+        tx.close()
 
 
 def test_token_bucket_sends_quanta_at_the_rate():

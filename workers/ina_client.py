@@ -21,6 +21,20 @@ may be in flight, the congestion window cwnd <= W bounds what is. A chunk whose 
 fires leaves the pipe and waits in a retransmission queue; queued retransmissions go
 first, new chunks after, both only while fewer than cwnd chunks are in flight. So a
 loss burst is not answered by a burst of the same size.
+
+Loss detection (`rack=True`, the default), as TCP's RACK-TLP (RFC 8985) adapted to
+per-chunk results:
+- a chunk is lost when a chunk sent after it got its result and a reordering window
+  (srtt / 4) has passed beyond the round trip that result took;
+- the retransmission timeout of a chunk is restarted by every useful result, as TCP
+  restarts its timer on every ACK of new data (RFC 6298, 5.3): it fires only when
+  results stopped coming for a whole RTO (a tail loss, a stall).
+Why: with only a timer per chunk from its send time, a worker whose own window filled a
+slow link's queue timed out chunks that were only queued: in slow start the round trip
+grows by a frame time per result and the samples lag behind it (flat ina, 1 Mbps access
+links with 0.3 s of queue: 127 of 256 chunks re-sent in the first iteration, all spurious,
+and their answers then held the next iteration's results 0.3 s behind them). `rack=False`
+keeps the per-chunk timers alone.
 """
 from __future__ import annotations
 
@@ -55,6 +69,7 @@ class ClientConfig:
     congestion_control: bool = True     # False: cwnd = window always (fixed window)
     initial_cwnd: int = 16              # packets in flight before the first results
     pacing: bool = True                 # pace at the measured delivery rate (workers/pacing.py)
+    rack: bool = True                   # RACK loss detection, RTO restarted by results
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -107,8 +122,10 @@ class _Iteration:
     retries: list = field(default_factory=list)
     deadline: list = field(default_factory=list)
     last_tx: list = field(default_factory=list)     # time of the latest transmission
+    timeout: list = field(default_factory=list)     # its RTO (backed off) when it was sent
     lost: list = field(default_factory=list)        # heap of timed-out chunks to re-send
     in_flight: int = 0                              # sent, no result, not timed out
+    outstanding: dict = field(default_factory=dict) # in the pipe: j -> last_tx, in send order
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
     results: dict = field(default_factory=dict)
@@ -128,6 +145,12 @@ class InaClient:
         # coming is not backed off (other chunks prove the path works); a stall (link
         # down, congestion, unprogrammed switch) backs off exponentially.
         self._stalls = 0
+        # RACK state: the latest send time among answered chunks (first transmissions
+        # only: Karn), the round trip of that answer, and the time of the last result
+        self._rack_sent = float("-inf")
+        self._rack_rtt = 0.0
+        self._rack_at: float | None = None
+        self._progress = float("-inf")
         w = cfg.window
         self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
                        ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control)
@@ -144,13 +167,17 @@ class InaClient:
         n = len(chunks)
         self._it = _Iteration(self.next_seq, int(np.asarray(values).size), chunks, exps,
                               wire.DATA | (wire.OVERFLOW if overflow else 0),
-                              [None] * n, [0] * n, [None] * n, [None] * n)
+                              [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
         self._timers = []
+        self._rack_sent, self._rack_at, self._progress = float("-inf"), None, now
         self.pacer.start(now)
         return self._send_ready(now)
 
-    def on_packet(self, payload: bytes, now: float) -> list[Send]:
+    def on_packet(self, payload: bytes, now: float, arrival: float | None = None) -> list[Send]:
+        """A packet read at `now`; `arrival` is when it reached the host (the kernel's
+        receive timestamp, on the same clock), if known: the delivery-rate estimate needs
+        it, since a worker waiting for a CPU reads results in batches."""
         self.stats.bytes_received += len(payload)
         f = wire.decode(payload)
         if f is None or f.job != self.cfg.job or not f.flags & wire.RESULT or len(f.values) != self.cfg.k:
@@ -170,6 +197,8 @@ class InaClient:
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
             it.in_flight -= 1
         it.deadline[j] = None
+        it.outstanding.pop(j, None)
+        self._progress = now
         if j in it.event:
             it.event.discard(j)
             if not it.event and not it.event_resent and self.cc.before_cut is not None:
@@ -178,14 +207,19 @@ class InaClient:
         self.cc.on_result()
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
+            if it.sent_at[j] >= self._rack_sent:
+                self._rack_sent, self._rack_rtt = it.sent_at[j], now - it.sent_at[j]
+                self._arm_rack()
             # nor re-sent chunks for the rate: a switch answers them from its stored
             # result, in bursts at the LAN's rate, not the path's
-            self.pacer.on_result(now, self.rtt.srtt)
+            self.pacer.on_result(now if arrival is None else arrival, self.rtt.srtt)
         self._stalls = 0
         return self._send_ready(now)
 
     def on_timer(self, now: float) -> list[Send]:
         it = self._it
+        if self.cfg.rack and it is not None:
+            self._rack_detect(now)
         if self._timers and self._timers[0][0] <= now and it is not None and \
                 any(d <= now and j not in it.results and it.deadline[j] == d for d, j in self._timers):
             self._stalls += 1
@@ -193,21 +227,57 @@ class InaClient:
             deadline, j = heapq.heappop(self._timers)
             if it is None or j in it.results or it.deadline[j] != deadline:
                 continue                    # answered or re-armed since
+            restart = self._progress + it.timeout[j]
+            if self.cfg.rack and restart > now:
+                it.deadline[j] = restart    # results came meanwhile: the timer restarts
+                heapq.heappush(self._timers, (restart, j))
+                continue
             if it.retries[j] >= self.cfg.max_retransmissions:
                 raise AggregationFailed(
                     f"job {self.cfg.job}: chunk at offset {it.chunks[j][0]} got no result after "
                     f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
                     "are programmed for this job (control/agg_entries.py) and routes reach it")
-            # The copy left the pipe (lost, or stuck behind a slower worker): it no longer
-            # counts against cwnd, and the window shrinks once per round trip.
-            it.deadline[j] = None
-            it.in_flight -= 1
-            heapq.heappush(it.lost, j)
-            if self.cc.on_loss(it.last_tx[j], now):
-                self.stats.cwnd_decreases += 1
-                it.event, it.event_resent = set(), False
-            it.event.add(j)
+            self._declare_lost(j, now)
         return self._send_ready(now) if it is not None else []
+
+    def _declare_lost(self, j: int, now: float) -> None:
+        # The copy left the pipe (lost, or stuck behind a slower worker): it no longer
+        # counts against cwnd, and the window shrinks once per round trip.
+        it = self._it
+        it.deadline[j] = None
+        it.in_flight -= 1
+        it.outstanding.pop(j, None)
+        heapq.heappush(it.lost, j)
+        if self.cc.on_loss(it.last_tx[j], now):
+            self.stats.cwnd_decreases += 1
+            it.event, it.event_resent = set(), False
+        it.event.add(j)
+
+    def _reorder_window(self) -> float:
+        return (self.rtt.srtt or 0.0) / 4
+
+    def _rack_detect(self, now: float) -> None:
+        """Declare lost, oldest first, the chunks sent before an answered one whose round
+        trip plus the reordering window has passed (RFC 8985, 6.2)."""
+        it, self._rack_at = self._it, None
+        for j, t in list(it.outstanding.items()):
+            if t >= self._rack_sent:
+                break
+            if now < t + self._rack_rtt + self._reorder_window():
+                self._rack_at = t + self._rack_rtt + self._reorder_window()
+                break
+            if it.retries[j] >= self.cfg.max_retransmissions:
+                break                       # its own timer reports the failure
+            self._declare_lost(j, now)
+
+    def _arm_rack(self) -> None:
+        it = self._it
+        if not self.cfg.rack or not it.outstanding:
+            return
+        t = next(iter(it.outstanding.values()))
+        if t < self._rack_sent:
+            at = t + self._rack_rtt + self._reorder_window()
+            self._rack_at = at if self._rack_at is None else min(self._rack_at, at)
 
     # ------------------------------------------------------------ outputs
     def next_deadline(self) -> float | None:
@@ -216,7 +286,8 @@ class InaClient:
                                 or it.deadline[self._timers[0][1]] != self._timers[0][0]):
             heapq.heappop(self._timers)
         times = ([self._timers[0][0]] if self._timers else []) + \
-            ([self._pace_at] if self._pace_at is not None and not self.done else [])
+            ([self._pace_at] if self._pace_at is not None and not self.done else []) + \
+            ([self._rack_at] if self._rack_at is not None and not self.done else [])
         return min(times) if times else None
 
     @property
@@ -272,8 +343,11 @@ class InaClient:
             it.sent_at[j] = now
         it.last_tx[j] = now
         it.in_flight += 1
+        it.outstanding.pop(j, None)
+        it.outstanding[j] = now             # to the end: the newest transmission
         self.pacer.sent(now)
-        it.deadline[j] = now + self.rtt.backed_off(min(self._stalls, it.retries[j]))
+        it.timeout[j] = self.rtt.backed_off(min(self._stalls, it.retries[j]))
+        it.deadline[j] = now + it.timeout[j]
         heapq.heappush(self._timers, (it.deadline[j], j))
         self.stats.sent += 1
         self.stats.bytes_sent += len(payload)

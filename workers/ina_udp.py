@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
 import time
 
 import numpy as np
@@ -19,11 +20,18 @@ from workers.agg_packet import AGG_UDP_PORT
 from workers.ina_client import InaClient
 
 RECV_BYTES = 2048
+# SO_TIMESTAMPNS (Linux, asm-generic/socket.h; Python does not export it): the kernel
+# stamps each datagram on arrival (CLOCK_REALTIME, struct timespec), so the worker knows
+# when results reached it even when it reads them late, in a batch.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("@qq")
+ANC_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
 def open_socket(bind_ip: str = "0.0.0.0", port: int = AGG_UDP_PORT, rcvbuf: int = 4 << 20) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     try:
         s.bind((bind_ip, port))
     except OSError as e:
@@ -51,14 +59,25 @@ def aggregate(sock: socket.socket, client: InaClient, values: np.ndarray, expone
         readable, _, _ = select.select([sock], [], [], wait)
         now = clock()
         if readable:
+            offset = time.time() - now      # realtime - clock: kernel stamps onto `clock`
             while True:
                 try:
-                    payload = sock.recv(RECV_BYTES)
+                    payload, anc, _, _ = sock.recvmsg(RECV_BYTES, ANC_BYTES)
                 except BlockingIOError:
                     break
-                _send(sock, client.on_packet(payload, now), port)
+                _send(sock, client.on_packet(payload, now, arrival_time(anc, offset, now)), port)
         _send(sock, client.on_timer(now), port)
     return client.result()
+
+
+def arrival_time(anc, realtime_minus_clock: float, now: float) -> float | None:
+    """The kernel's receive timestamp of a datagram on the caller's clock (None without
+    one); never later than `now`."""
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return min(now, sec + nsec * 1e-9 - realtime_minus_clock)
+    return None
 
 
 def _send(sock: socket.socket, sends, port: int) -> None:
