@@ -207,3 +207,35 @@ def test_a_tail_loss_times_out_one_rto_after_the_last_result():
     assert c.next_deadline() == pytest.approx(0.3 + 0.5)
     rx = c.on_timer(0.3 + 0.5)
     assert len(rx) == 1 and ap_flags(rx[0]) & ap.RETX    # the RTO it was sent with
+
+
+# ---------------------------------------------------------------- CUBIC (RFC 8312)
+def test_cubic_cuts_to_beta_and_regrows_to_w_max_in_k_real_world_seconds():
+    cc = Aimd(cwnd=1000, ssthresh=100, max_cwnd=4096, law="cubic", c=0.4, time_dilation=10.0)
+    assert cc.on_loss(sent_at=0.0, now=1.0) and cc.cwnd == 700 and cc.ssthresh == 700
+    k = (1000 * 0.3 / 0.4) ** (1 / 3)                # 9.09 real-world s
+    assert cc.cubic_target(1.0) == pytest.approx(700)
+    assert cc.cubic_target(1.0 + 10 * k) == pytest.approx(1000)   # dilated 10 x
+    t, rtt = 1.0, 16.5                               # 1.65 s real round trips, dilated
+    while t < 1.0 + 10 * k:
+        t += rtt
+        for _ in range(int(cc.cwnd)):                # a window of results per round trip
+            cc.on_result(t)
+    assert cc.cwnd >= 990                            # back near W_max in ~K
+    reno = Aimd(cwnd=1000, ssthresh=100, max_cwnd=4096)
+    reno.on_loss(0.0, 1.0)
+    for _ in range(int(10 * k / rtt) + 1):
+        for _ in range(int(reno.cwnd)):
+            reno.on_result()
+    assert reno.cwnd < 520                           # Reno: +1 per round trip from 500
+
+
+def test_cubic_undo_restores_the_window_and_its_epoch():
+    cc = Aimd(cwnd=100, ssthresh=50, max_cwnd=256, law="cubic")
+    cc.on_loss(0.0, 1.0)
+    cc.on_loss(2.0, 3.0)
+    assert cc.cwnd == pytest.approx(49) and cc.w_max == 70
+    cc.undo()
+    assert cc.cwnd == 70 and cc.w_max == 100 and cc.epoch == 1.0
+    with pytest.raises(ValueError, match="reno"):
+        Aimd(cwnd=1, ssthresh=1, max_cwnd=1, law="vegas")

@@ -70,6 +70,8 @@ class ClientConfig:
     initial_cwnd: int = 16              # packets in flight before the first results
     pacing: bool = True                 # pace at the measured delivery rate (workers/pacing.py)
     rack: bool = True                   # RACK loss detection, RTO restarted by results
+    congestion_law: str = "reno"        # "reno" | "cubic" (workers/congestion.py)
+    time_dilation: float = 1.0          # for cubic's real-world clock
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -153,7 +155,8 @@ class InaClient:
         self._progress = float("-inf")
         w = cfg.window
         self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
-                       ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control)
+                       ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
+                       law=cfg.congestion_law, time_dilation=cfg.time_dilation)
         self.pacer = Pacer(enabled=cfg.pacing)
         self._pace_at: float | None = None  # when pacing lets the next sends go
 
@@ -204,7 +207,7 @@ class InaClient:
             if not it.event and not it.event_resent and self.cc.before_cut is not None:
                 self.cc.undo()              # all of the event's chunks were only late
                 self.stats.cwnd_undos += 1
-        self.cc.on_result()
+        self.cc.on_result(now)
         if it.retries[j] == 0:              # Karn: only unambiguous samples
             self.rtt.sample(now - it.sent_at[j])
             if it.sent_at[j] >= self._rack_sent:

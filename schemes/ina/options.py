@@ -32,6 +32,9 @@ class InaOptions(Options):
     # true: AIMD congestion window below the slots (workers/congestion.py); false: every
     # worker keeps `window` chunks in flight (bursts window x fan-in packets into the WAN)
     congestion_control: bool = True
+    # the window's law above ssthresh and on a loss: "reno" (halve, +1 per round trip) or
+    # "cubic" (x0.7, regrow in real-world seconds whatever the round trip; RFC 8312)
+    congestion_law: Literal["reno", "cubic"] = "reno"
 
     @field_validator("window", mode="before")
     @classmethod

@@ -94,7 +94,8 @@ def client_config(graph, scenario, tree, o: InaOptions, host: str, k: int) -> di
     return asdict(ClientConfig.for_worker(
         tree, host, k=k, initial_rto=max(o.timeout_ms * s / 1000.0, floor_s),
         min_rto=max(min(o.min_rto_ms, o.timeout_ms * s) / 1000.0, floor_s),
-        max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control))
+        max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control,
+        congestion_law=o.congestion_law, time_dilation=s))
 
 
 def tree_for(shape: str, graph, scenario, o: InaOptions):
