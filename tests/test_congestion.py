@@ -61,7 +61,7 @@ def test_client_starts_with_initial_cwnd_and_grows_with_results():
 
 
 def test_timeouts_halve_once_and_retransmit_within_cwnd():
-    c = client(window=64, initial_cwnd=8, initial_rto=0.5, min_rto=0.01)
+    c = client(window=64, initial_cwnd=8, initial_rto=0.5, min_rto=0.01, congestion_law="reno")
     out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
     assert len(out) == 8
     retx = c.on_timer(0.5)                           # all 8 time out together: one loss event
@@ -117,7 +117,7 @@ def test_aimd_avoids_queue_overflow_at_a_wan_bottleneck():
 
 
 def test_decrease_undone_when_every_timed_out_chunk_was_only_late():
-    c = client(window=64, initial_cwnd=16, initial_rto=0.5, min_rto=0.01, rack=False)
+    c = client(window=64, initial_cwnd=16, initial_rto=0.5, min_rto=0.01, rack=False, congestion_law="reno")
     out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
     for s in out[:12]:                               # 12 answered: slow start sends 24 more
         c.on_packet(result_for(s.payload), 0.3)
@@ -132,7 +132,7 @@ def test_decrease_undone_when_every_timed_out_chunk_was_only_late():
 
 
 def test_no_undo_once_a_timed_out_chunk_was_resent():
-    c = client(window=64, initial_cwnd=4, initial_rto=0.5, min_rto=0.01)
+    c = client(window=64, initial_cwnd=4, initial_rto=0.5, min_rto=0.01, congestion_law="reno")
     out = c.start(np.arange(100 * 32, dtype=np.int32), 0.0)
     rx = c.on_timer(0.5)                             # 4 time out, cwnd 2: 2 re-sent
     assert len(rx) == 2 and c.cc.cwnd == 2

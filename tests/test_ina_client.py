@@ -163,7 +163,8 @@ def test_config_for_worker_from_tree():
 
 def test_no_backoff_while_other_chunks_progress():
     """A timeout while results keep arriving is random loss, not a stall: RTO unchanged."""
-    c = client(window=3, initial_rto=0.1, min_rto=0.01)
+    c = client(window=3, initial_rto=0.1, min_rto=0.01, rack=False,   # per-chunk timers
+               congestion_law="reno")
     out = c.start(np.ones(3 * 32, dtype=np.int32), 0.0)
     c.on_timer(0.1)                                   # all three time out: a stall
     assert c.next_deadline() == pytest.approx(0.1 + 0.2)

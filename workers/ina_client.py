@@ -70,7 +70,7 @@ class ClientConfig:
     initial_cwnd: int = 16              # packets in flight before the first results
     pacing: bool = True                 # pace at the measured delivery rate (workers/pacing.py)
     rack: bool = True                   # RACK loss detection, RTO restarted by results
-    congestion_law: str = "reno"        # "reno" | "cubic" (workers/congestion.py)
+    congestion_law: str = "cubic"       # "reno" | "cubic" (workers/congestion.py)
     time_dilation: float = 1.0          # for cubic's real-world clock
 
     def __post_init__(self):
@@ -212,7 +212,8 @@ class InaClient:
             self.rtt.sample(now - it.sent_at[j])
             if it.sent_at[j] >= self._rack_sent:
                 self._rack_sent, self._rack_rtt = it.sent_at[j], now - it.sent_at[j]
-                self._arm_rack()
+                if self.cfg.rack:
+                    self._rack_detect(now)
             # nor re-sent chunks for the rate: a switch answers them from its stored
             # result, in bursts at the LAN's rate, not the path's
             self.pacer.on_result(now if arrival is None else arrival, self.rtt.srtt)
@@ -262,25 +263,19 @@ class InaClient:
     def _rack_detect(self, now: float) -> None:
         """Declare lost, oldest first, the chunks sent before an answered one whose round
         trip plus the reordering window has passed (RFC 8985, 6.2)."""
-        it, self._rack_at = self._it, None
-        for j, t in list(it.outstanding.items()):
+        it, self._rack_at, lost = self._it, None, []
+        wait = self._rack_rtt + self._reorder_window()
+        for j, t in it.outstanding.items():     # oldest first; stops at the first kept
             if t >= self._rack_sent:
                 break
-            if now < t + self._rack_rtt + self._reorder_window():
-                self._rack_at = t + self._rack_rtt + self._reorder_window()
+            if now < t + wait:
+                self._rack_at = t + wait
                 break
             if it.retries[j] >= self.cfg.max_retransmissions:
                 break                       # its own timer reports the failure
+            lost.append(j)
+        for j in lost:
             self._declare_lost(j, now)
-
-    def _arm_rack(self) -> None:
-        it = self._it
-        if not self.cfg.rack or not it.outstanding:
-            return
-        t = next(iter(it.outstanding.values()))
-        if t < self._rack_sent:
-            at = t + self._rack_rtt + self._reorder_window()
-            self._rack_at = at if self._rack_at is None else min(self._rack_at, at)
 
     # ------------------------------------------------------------ outputs
     def next_deadline(self) -> float | None:

@@ -34,7 +34,7 @@ class InaOptions(Options):
     congestion_control: bool = True
     # the window's law above ssthresh and on a loss: "reno" (halve, +1 per round trip) or
     # "cubic" (x0.7, regrow in real-world seconds whatever the round trip; RFC 8312)
-    congestion_law: Literal["reno", "cubic"] = "reno"
+    congestion_law: Literal["reno", "cubic"] = "cubic"
 
     @field_validator("window", mode="before")
     @classmethod
