@@ -239,3 +239,11 @@ def test_cubic_undo_restores_the_window_and_its_epoch():
     assert cc.cwnd == 70 and cc.w_max == 100 and cc.epoch == 1.0
     with pytest.raises(ValueError, match="reno"):
         Aimd(cwnd=1, ssthresh=1, max_cwnd=1, law="vegas")
+
+
+def test_cubic_c_is_rfc_8312s_in_bytes_on_the_wire():
+    from workers.agg_packet import frame_bytes
+    from workers.congestion import cubic_c
+    assert cubic_c(1514) == pytest.approx(0.4)
+    assert cubic_c(frame_bytes(64)) == pytest.approx(0.4 * 1514 / 314)
+    assert client(k=32).cc.c == pytest.approx(0.4 * 1514 / 186)

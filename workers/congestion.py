@@ -22,7 +22,9 @@ W_max = cwnd and cwnd = beta x cwnd (beta 0.7); then cwnd grows toward
 W(t) = C (t - K)^3 + W_max, K = cbrt(W_max (1 - beta) / C), t the real-world seconds
 since the decrease (times / `time_dilation`), by (W(t) - cwnd) / cwnd per result, and
 never slower than Reno's +1/cwnd (RFC 8312's TCP-friendly region, simplified). C is
-RFC 8312's 0.4 segments/s^3 in bytes: 0.4 x 1448 / 314 chunks/s^3 for k = 64 (`c`).
+RFC 8312's 0.4 segments/s^3 in bytes on the wire: `cubic_c(frame_bytes)` chunks/s^3
+(0.4 x 1514 / 314 = 1.93 for k = 64), so a worker's window regrows as many bytes per
+second as a TCP sender's would.
 Why: after a slow-start overshoot Reno regrows one chunk per round trip, and on a
 1.65 s dilated WAN round trip flat ina at 25 Mbps got back from cwnd 257 to 327 of the
 ~410 the path needs in five iterations (2.26 s per iteration against a model of 1.81 s).
@@ -31,6 +33,15 @@ CUBIC regrows in K seconds whatever the round trip, as the kernel's default does
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+TCP_FRAME_BYTES = 1514                  # a full-sized TCP segment on Ethernet
+CUBIC_C_SEGMENTS = 0.4                  # RFC 8312, segments / s^3
+
+
+def cubic_c(frame_bytes: int) -> float:
+    """RFC 8312's C for a sender of `frame_bytes` frames: the same bytes / s^3."""
+    return CUBIC_C_SEGMENTS * TCP_FRAME_BYTES / frame_bytes
 
 
 @dataclass
@@ -43,7 +54,7 @@ class Aimd:
     before_cut: tuple | None = None     # (cwnd, ssthresh, w_max, epoch) before it, for undo
     law: str = "reno"                   # "reno" | "cubic"
     beta: float = 0.7                   # cubic's multiplicative decrease
-    c: float = 0.4 * 1448 / 314         # cubic's C in chunks/s^3 (see above)
+    c: float = 0.4                      # cubic's C in chunks/s^3 (cubic_c, above)
     time_dilation: float = 1.0          # times are dilated: t / s is real-world time
     w_max: float = 0.0                  # cubic: cwnd before the last decrease
     epoch: float | None = None          # cubic: time of the last decrease

@@ -45,7 +45,7 @@ import numpy as np
 
 from workers import agg_packet as wire
 from workers.chunking import reassemble, split
-from workers.congestion import Aimd
+from workers.congestion import Aimd, cubic_c
 from workers.pacing import Pacer
 from workers.rtt import RttEstimator
 
@@ -156,7 +156,8 @@ class InaClient:
         w = cfg.window
         self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
                        ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
-                       law=cfg.congestion_law, time_dilation=cfg.time_dilation)
+                       law=cfg.congestion_law, time_dilation=cfg.time_dilation,
+                       c=cubic_c(wire.frame_bytes(cfg.k)))
         self.pacer = Pacer(enabled=cfg.pacing)
         self._pace_at: float | None = None  # when pacing lets the next sends go
 
