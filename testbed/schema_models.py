@@ -112,11 +112,18 @@ BandwidthSchedule = Annotated[
 
 
 # ---------------------------------------------------------------- links
+# The drop-tail queue in front of a link, in bandwidth-delay products of its round trip
+# (topologies/linkemu.py: at least 20 ms and 64 full frames). 1: the classic router rule;
+# smaller: Appenzeller et al.'s BDP / sqrt(n) for n long flows, or a shallow-buffered WAN.
+QueueBdp = Annotated[float, Field(gt=0, le=100)]
+
+
 class LinkSpec(Strict):
     bandwidth_mbps: Float = Field(default=1000.0, gt=0)
     delay_ms: Float = Field(default=0.05, ge=0)
     jitter_ms: Float = Field(default=0.0, ge=0)
     loss_pct: Float = Field(default=0.0, ge=0, le=100)
+    queue_bdp: QueueBdp = 1.0
 
 
 class WanLink(Strict):
@@ -124,6 +131,7 @@ class WanLink(Strict):
     delay_ms: Optional[Float] = Field(default=None, ge=0)   # None: catalog RTT / 2
     jitter_ms: Float = Field(default=0.0, ge=0)
     loss_pct: Float = Field(default=0.0, ge=0, le=100)
+    queue_bdp: QueueBdp = 1.0
 
 
 class WanEdge(Strict):
@@ -135,6 +143,7 @@ class WanEdge(Strict):
     delay_ms: Optional[Float] = Field(default=None, ge=0)
     jitter_ms: Optional[Float] = Field(default=None, ge=0)
     loss_pct: Optional[Float] = Field(default=None, ge=0, le=100)
+    queue_bdp: Optional[QueueBdp] = None
     bandwidth_schedule: Optional[BandwidthSchedule] = None
 
 

@@ -208,3 +208,38 @@ def test_netem_without_rate_and_rate_without_netem():
 def test_min_frame_must_be_positive():
     with pytest.raises(LinkEmuError, match="min_frame"):
         linkemu.delay_line_limit(10, 10, 0, 0)
+
+
+def test_queue_bdp_scales_the_queue_above_its_floors():
+    assert linkemu.queue_packets(100, 50, bdp=0.25) == 207    # ceil(825.6 x 0.25)
+    assert linkemu.queue_packets(100, 50, bdp=2.0) == 1652
+    assert linkemu.queue_packets(10, 20, bdp=0.25) == 64          # the 64-frame floor holds
+    p = linkemu.plan(two_dc_graph(wan=dict(bandwidth_mbps=100, delay_ms=50, jitter_ms=0,
+                                           loss_pct=0, queue_bdp=0.25)), "userspace")
+    assert p.intf("g1-eth2").queue_bytes == 207 * 1514
+    assert p.intf("g2-eth2").queue_bytes == 207 * 1514            # both directions
+
+
+def test_scenario_queue_bdp_reaches_the_graph_and_is_checked(tmp_path):
+    from testbed.scenario import load_scenario
+    from topologies.graph import build_graph
+    scn_text = """
+name: q
+datacenters:
+  - {name: a, region: "ibm:us-east", racks: 1, workers_per_rack: 1}
+  - {name: b, region: "ibm:eu-de", racks: 1, workers_per_rack: 1}
+wan:
+  default: {bandwidth_mbps: 50, queue_bdp: 0.5}
+  edges: [{a: a, b: b, queue_bdp: 0.25}]
+intra_dc: {access: {queue_bdp: 2}}
+scheme: ps
+iterations: 2
+"""
+    p = tmp_path / "q.yaml"
+    p.write_text(scn_text)
+    g = build_graph(load_scenario(str(p)))
+    kinds = {d["kind"]: d["queue_bdp"] for _, _, d in g.edges(data=True)}
+    assert kinds == {"wan": 0.25, "access": 2.0, "uplink": 1.0}
+    p.write_text(scn_text.replace("queue_bdp: 0.5", "queue_bdp: 0"))
+    with pytest.raises(Exception, match="queue_bdp"):
+        load_scenario(str(p))

@@ -21,7 +21,7 @@ BAD_CASES = {
                           "the unit (Mbps) is in the field name, write the number alone",
     "unit_missing_in_name.yaml": "wan.default.bandwidth: unknown field 'bandwidth' in wan.default; "
                                  "did you mean 'bandwidth_mbps'? (units are part of field names) "
-                                 "(fields: bandwidth_mbps, delay_ms, jitter_ms, loss_pct)",
+                                 "(fields: bandwidth_mbps, delay_ms, jitter_ms, loss_pct, queue_bdp)",
     "negative_bandwidth.yaml": "wan.default.bandwidth_mbps: must be > 0 (got -5)",
     "unknown_region.yaml": "datacenters.1.region: unknown region 'mars-1' (known: ibm:us-south, "
                            "ibm:ca-tor, ibm:us-east, ibm:eu-de, ibm:eu-gb, ibm:eu-es, ibm:jp-osa, "

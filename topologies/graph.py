@@ -58,7 +58,8 @@ def _plain(value: Any) -> Any:
 
 def _link_attrs(kind: str, spec) -> dict:
     return {"kind": kind, "bandwidth_mbps": spec.bandwidth_mbps, "delay_ms": spec.delay_ms,
-            "jitter_ms": spec.jitter_ms, "loss_pct": spec.loss_pct, "delay_source": "scenario"}
+            "jitter_ms": spec.jitter_ms, "loss_pct": spec.loss_pct, "queue_bdp": spec.queue_bdp,
+            "delay_source": "scenario"}
 
 
 def _dc_rtt(scn, i: int, j: int) -> tuple[float, str]:
@@ -94,7 +95,7 @@ def wan_link_attrs(scn, i: int, j: int) -> dict:
             else _plain(schedule)
     return {"kind": "wan", "bandwidth_mbps": pick("bandwidth_mbps"), "delay_ms": delay,
             "jitter_ms": pick("jitter_ms"), "loss_pct": pick("loss_pct"),
-            "delay_source": delay_source, "catalog_rtt_ms": rtt, "rtt_source": rtt_source,
+            "queue_bdp": pick("queue_bdp"), "delay_source": delay_source, "catalog_rtt_ms": rtt, "rtt_source": rtt_source,
             "bandwidth_schedule": schedule}
 
 

@@ -138,21 +138,22 @@ class LinkEmuPlan:
         raise KeyError(name)
 
 
-def queue_packets(rate_mbps: float | None, delay_ms: float) -> int:
-    """One bandwidth-delay product of the link's round trip (at least 20 ms, 64 packets)."""
+def queue_packets(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0) -> int:
+    """`bdp` bandwidth-delay products of the link's round trip (at least 20 ms), at least
+    64 packets (the scenario's queue_bdp; 1 by default)."""
     if not rate_mbps:
         return 1000
     rtt_s = max(2 * delay_ms / 1000.0, MIN_QUEUE_RTT_S)
-    return max(MIN_QUEUE_PKTS, math.ceil(rate_mbps * 1e6 * rtt_s / (8 * MTU_FRAME)))
+    return max(MIN_QUEUE_PKTS, math.ceil(bdp * rate_mbps * 1e6 * rtt_s / (8 * MTU_FRAME)))
 
 
-def queue_bytes(rate_mbps: float | None, delay_ms: float) -> int:
+def queue_bytes(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0) -> int:
     """The same bandwidth-delay product in bytes: the queue in front of the link, in both
     modes. The htb leaf counts bytes (bfifo), not packets: a packet limit sized in MTU
     frames holds only a fifth of a BDP of 314-byte aggregation frames (k = 64), and a
     geo-ina burst of partial sums overflowed it (softswitch tx_errors) while ps's TCP
     segments fitted."""
-    return queue_packets(rate_mbps, delay_ms) * MTU_FRAME
+    return queue_packets(rate_mbps, delay_ms, bdp) * MTU_FRAME
 
 
 def in_flight_bytes(rate_mbps: float | None, delay_ms: float, jitter_ms: float = 0.0) -> int:
@@ -214,7 +215,8 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmu
         rate = d.get("bandwidth_mbps") or None
         imp = Impair(float(d.get("delay_ms") or 0), float(d.get("jitter_ms") or 0),
                      float(d.get("loss_pct") or 0))
-        q = queue_packets(rate, imp.delay_ms)
+        bdp = float(d.get("queue_bdp") or 1.0)
+        q = queue_packets(rate, imp.delay_ms, bdp)
         peak = peak_rate_mbps(graph, d)   # a delay line must hold what the fastest rate sends
         ends = [(u, v), (v, u)]
         host_link = any(graph.nodes[n]["role"] == "host" for n in (u, v))
@@ -224,7 +226,7 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmu
             netem = imp if (mode == "netem" and not imp.is_zero()) else None
             limit = delay_line_limit(peak, imp.delay_ms, imp.jitter_ms, min_frame) if netem else 0
             result.intfs.append(IntfShape(n, interface_name(graph, n, peer), port, is_host,
-                                          rate, q, netem, queue_bytes(rate, imp.delay_ms), limit))
+                                          rate, q, netem, queue_bytes(rate, imp.delay_ms, bdp), limit))
             if mode != "userspace" or is_host:
                 continue
             if host_link:
