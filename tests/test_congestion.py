@@ -204,6 +204,7 @@ def test_a_tail_loss_times_out_one_rto_after_the_last_result():
     out = c.start(np.arange(4 * 32, dtype=np.int32), 0.0)
     _answer(c, out[:3], 0.3)                         # the last chunk's answer never comes
     assert c.on_timer(0.5) == []                     # its own timer (0 + 0.5) restarted
+    assert c._stalls == 0                            # a restart is not a stall
     assert c.next_deadline() == pytest.approx(0.3 + 0.5)
     rx = c.on_timer(0.3 + 0.5)
     assert len(rx) == 1 and ap_flags(rx[0]) & ap.RETX    # the RTO it was sent with

@@ -225,9 +225,7 @@ class InaClient:
         it = self._it
         if self.cfg.rack and it is not None:
             self._rack_detect(now)
-        if self._timers and self._timers[0][0] <= now and it is not None and \
-                any(d <= now and j not in it.results and it.deadline[j] == d for d, j in self._timers):
-            self._stalls += 1
+        fired = False
         while self._timers and self._timers[0][0] <= now:
             deadline, j = heapq.heappop(self._timers)
             if it is None or j in it.results or it.deadline[j] != deadline:
@@ -243,6 +241,9 @@ class InaClient:
                     f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
                     "are programmed for this job (control/agg_entries.py) and routes reach it")
             self._declare_lost(j, now)
+            fired = True
+        if fired:                           # a timeout: no result for a whole RTO
+            self._stalls += 1               # (before the re-sends below are armed)
         return self._send_ready(now) if it is not None else []
 
     def _declare_lost(self, j: int, now: float) -> None:
