@@ -25,7 +25,8 @@ from workers.communicator import Counters
 
 MAGIC = b"GDA1"
 HEADER = struct.Struct("<4sHHQQ")
-DTYPES = (np.dtype("<f4"), np.dtype("<f8"), np.dtype("<i4"), np.dtype("<i8"))
+DTYPES = (np.dtype("<f4"), np.dtype("<f8"), np.dtype("<i4"), np.dtype("<i8"),
+          np.dtype("u1"))   # bytes: JSON control messages (schemes/netstorm/wire.py)
 
 # frame kinds
 HELLO = 1      # first frame on a connection: tag = sender's rank

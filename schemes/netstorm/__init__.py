@@ -1,0 +1,1 @@
+"""NetStorm (in progress)."""
