@@ -333,8 +333,7 @@ class Policy:
             "parents": [[r, [[n, p] for n, p in sorted(ps.items())]]
                         for r, ps in sorted(self.parents.items())],
             "blocks": [list(b) for b in self.blocks],
-            "routes": [[i, j, [list(p) for p in paths]]
-                       for (i, j), paths in sorted(self.routes.items())],
+            "routes": routes_to_json(self.routes),
         }
 
     @classmethod
@@ -346,12 +345,20 @@ class Policy:
             parents={int(r): {int(n): (None if p is None else int(p)) for n, p in ps}
                      for r, ps in data["parents"]},
             blocks=[(int(r), int(lo), int(hi)) for r, lo, hi in data["blocks"]],
-            routes={(int(i), int(j)): tuple(tuple(int(n) for n in p) for p in paths)
-                    for i, j, paths in data["routes"]},
+            routes=routes_from_json(data["routes"]),
         )
 
     def children(self, root: int) -> dict[int, tuple[int, ...]]:
         return children(self.parents[root])
+
+
+def routes_to_json(rts: Routes) -> list:
+    """Routes alone (the scheduler sends them at once when a re-plan changes them)."""
+    return [[i, j, [list(p) for p in paths]] for (i, j), paths in sorted(rts.items())]
+
+
+def routes_from_json(data) -> Routes:
+    return {(int(i), int(j)): tuple(tuple(int(n) for n in p) for p in paths) for i, j, paths in data}
 
 
 def decide(adj: Adjacency, tps: Throughputs, *, n_roots: int, block: int, total: int,

@@ -23,8 +23,8 @@ import time
 
 from schemes.netstorm import policy as pol
 from schemes.netstorm.awareness import ThroughputMatrix
-from schemes.netstorm.wire import (CHECKIN, DONE, GO, POLICY, ROUTES, SPEED, STOP, ProtocolError,
-                                   encode_json)
+from schemes.netstorm.wire import (CHECKIN, DONE, FAIL, GO, POLICY, ROUTES, SPEED, STOP, ProtocolError,
+                                   decode_json, encode_json)
 from workers import framing as fr
 
 
@@ -38,14 +38,14 @@ class SchedulerCore:
         self.roots = roots or self.n
         self.awareness = awareness
         self.matrix = ThroughputMatrix(tps, update_rate=update_rate)
-        self.policy = self._decide(version=0)
+        self.policy = self._decide(self.matrix.mark_planned(), version=0)
         self.released: int | None = None          # version last sent with a POLICY
         self.checkins: dict[int, set[int]] = {}
         self.released_at: dict[int, int] = {}     # iteration -> version in force
         self.replans = 0
 
-    def _decide(self, version: int):
-        return pol.decide(self.adj, dict(self.matrix.tps), n_roots=self.roots, block=self.block,
+    def _decide(self, tps: dict, version: int):
+        return pol.decide(self.adj, tps, n_roots=self.roots, block=self.block,
                           total=self.total, multipath=self.multipath, version=version)
 
     def checkin(self, dc: int, t: int) -> tuple[str, object] | None:
@@ -80,10 +80,34 @@ class SchedulerCore:
         (to send at once) or None; trees and shards wait for the next barrier."""
         if not self.awareness or not self.matrix.should_replan():
             return None
-        self.policy = self._decide(version=self.policy.version + 1)
-        self.matrix.mark_planned()
+        self.policy = self._decide(self.matrix.mark_planned(), version=self.policy.version + 1)
         self.replans += 1
         return self.policy.routes
+
+
+def _failure_report(events: queue.Queue, dc: int, kind, tag, arr, grace_s: float = 0.5) -> str:
+    """Which servers failed and why. A server that fails says why first (FAIL); one whose
+    connection just closed was killed or crashed: that one is where the failure started.
+    Failures follow each other within milliseconds, so wait `grace_s` to see them all."""
+    seen: dict[int, str] = {}
+
+    def note(kind, dc, tag, arr):   # an event as the readers queue it
+        if kind == FAIL:
+            seen[dc] = f"datacenter {dc}'s server failed: {decode_json(arr)}"
+        elif kind == "error":
+            seen.setdefault(dc, f"datacenter {dc}'s server vanished without a reason (killed or "
+                                f"crashed? see its log): {tag}")
+
+    note(kind, dc, tag, arr)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            note(*events.get(timeout=max(0.0, deadline - time.monotonic())))
+        except queue.Empty:
+            break
+    first = [m for m in seen.values() if "vanished" in m] or list(seen.values())
+    rest = [m for m in seen.values() if m not in first]
+    return "scheduler: " + "; ".join(first) + (f" (then: {'; '.join(rest)})" if rest else "")
 
 
 def _initial_tps(cfg: dict) -> dict:
@@ -107,7 +131,9 @@ def serve(cfg: dict) -> dict:
     try:
         deadline = time.monotonic() + cfg["timeout_s"]
         while len(chans) < core.n:
-            ch = fr.accept(lsock, max(0.1, deadline - time.monotonic()), "scheduler: a server", None)
+            missing = sorted(set(range(core.n)) - set(chans))
+            ch = fr.accept(lsock, max(0.1, deadline - time.monotonic()),
+                           f"the servers of datacenters {missing}", None)
             _, dc, _ = ch.recv(fr.HELLO, what="HELLO")
             if dc in chans or not 0 <= dc < core.n:
                 raise ProtocolError(f"scheduler: server of datacenter {dc} is unknown or connected twice")
@@ -144,8 +170,8 @@ def serve(cfg: dict) -> dict:
                         ch.send(ROUTES, core.policy.version, msg)
             if kind is None:
                 continue
-            if kind == "error":
-                raise fr.PeerError(f"scheduler: lost the server of datacenter {dc} ({tag})")
+            if kind in ("error", FAIL):
+                raise fr.PeerError(_failure_report(events, dc, kind, tag, arr))
             if kind == CHECKIN:
                 answer = core.checkin(dc, int(tag))
                 if answer is not None:

@@ -33,8 +33,8 @@ from schemes.netstorm import multipath, policy as pol
 from schemes.netstorm.awareness import LinkMeter
 from schemes.netstorm.engine import CheckIn, DcEngine, Deliver, Send
 from schemes.netstorm.wire import (CHECKIN, DONE, GO, MSG, MSG_BODY, PEER_HELLO, POLICY,
-                                   RECV_REPLY, ROUTES, SPEED, STOP, Header, ProtocolError,
-                                   decode_json)
+                                   RECV_REPLY, ROUTES, SPEED, STOP, FAIL, Header, ProtocolError,
+                                   decode_json, encode_json)
 from workers import framing as fr
 
 
@@ -52,7 +52,7 @@ class NetstormServer:
         self.multipath = o["multipath"]
         self.engine = DcEngine(self.me, self.n_workers, int(cfg["total"]), int(cfg["chunk_values"]),
                                self._choose)
-        self.meter = LinkMeter(report_bytes=o["report_bytes"], messages=o["report_messages"],
+        self.meter = LinkMeter(size_threshold=o["report_bytes"], samples=o["report_messages"],
                                report_rate=o["report_rate"])
         self.report_bytes = o["report_bytes"]
         self.meter_lock = threading.Lock()
@@ -89,7 +89,11 @@ class NetstormServer:
             if acc_err:
                 raise acc_err[0]
             self._start_threads()
-            self._loop()
+            try:
+                self._loop()
+            except BaseException as e:
+                self._tell_scheduler(e)
+                raise
             return self._stats()
         finally:
             self.stopping.set()
@@ -182,15 +186,17 @@ class NetstormServer:
 
     def _reply_reader(self, j: int, ch: fr.Channel) -> None:
         while True:
-            kind, seq, _ = ch.recv(what="RECV_REPLY")
+            kind, seq, arr = ch.recv(what="RECV_REPLY")
             if kind == fr.BYE:   # the neighbour stopped (after STOP: no reply is owed)
                 return
             if kind != RECV_REPLY:
                 raise ProtocolError(f"{ch.peer}: frame kind {kind}, expected RECV_REPLY")
-            with self.meter_lock:
-                bps = self.meter.replied(j, seq, time.monotonic())
-            if bps is not None:   # emulated bytes/s -> real-world Mbps
-                mbps = bps * 8e-6 * self.dilation
+            if arr.size != 1 or arr.dtype != np.float64:
+                raise ProtocolError(f"{ch.peer}: malformed RECV_REPLY")
+            with self.meter_lock:   # one-way, as the authors: the neighbour's receive time
+                speed = self.meter.replied(j, seq, float(arr[0]))   # (hosts share the clock)
+            if speed is not None:   # emulated Mbps -> real-world Mbps
+                mbps = speed * self.dilation
                 self._to_scheduler(SPEED, 0, np.array([j, mbps], np.float64))
                 self.speed_reports += 1
 
@@ -203,7 +209,7 @@ class NetstormServer:
                 raise ProtocolError(f"{ch.peer}: frame kind {kind}, expected a message header")
             header = Header.unpack(harr, self.me, j)
             _, _, body = ch.recv(MSG_BODY, seq, what="a message body")
-            ch.send(RECV_REPLY, seq, np.array([body.nbytes], np.int64))
+            ch.send(RECV_REPLY, seq, np.array([time.monotonic()], np.float64))
             self.events.put(("msg", j, header, body))
 
     def _scheduler_reader(self) -> None:
@@ -222,6 +228,12 @@ class NetstormServer:
             else:
                 raise ProtocolError(f"{self.name}: unexpected frame kind {kind} from the scheduler")
 
+    def _tell_scheduler(self, e: BaseException) -> None:
+        try:   # best effort: the scheduler may be what failed
+            self._to_scheduler(FAIL, self.me, encode_json(str(e)))
+        except (fr.PeerError, OSError):
+            pass
+
     def _to_scheduler(self, kind: int, tag: int, arr=None) -> None:
         with self.sched_lock:
             self.sched.send(kind, tag, arr)
@@ -230,7 +242,7 @@ class NetstormServer:
     def _choose(self, paths: tuple) -> tuple:
         if not self.multipath or len(paths) == 1:
             return paths[0]
-        qlen = lambda hop: self.out[hop].qsize() + self.writing[hop]
+        qlen = {p[1]: self.out[p[1]].qsize() + self.writing[p[1]] for p in paths}
         return multipath.choose_path(paths, qlen, self.busy, self.idle)
 
     def _loop(self) -> None:

@@ -18,6 +18,9 @@ stray ps peer is caught):
   SPEED        float64 [neighbour, Mbps]               server -> scheduler: a measured link
   DONE         tag = iterations                        server -> scheduler: my workers said BYE
   STOP         (empty)                                 scheduler -> servers: everyone is done
+  FAIL         uint8 JSON reason                       server -> scheduler: I am failing, why
+                                                       (so the scheduler can tell the first
+                                                       failure from the ones it caused)
 
 The roles of the authors' ps-lite messages (van.cc: ROUTE_RELEASE, RECV_REPLY,
 SPEED_REPORT): the same information, named for what it does here.
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 PEER_HELLO, MSG, MSG_BODY, RECV_REPLY = 16, 17, 18, 19
-CHECKIN, POLICY, GO, ROUTES, SPEED, DONE, STOP = 20, 21, 22, 23, 24, 25, 26
+CHECKIN, POLICY, GO, ROUTES, SPEED, DONE, STOP, FAIL = 20, 21, 22, 23, 24, 25, 26, 27
 
 MAX_PATH = 64          # hops a header may carry (the overlay has at most 254 datacenters)
 _FIXED = 9             # int64 fields before the path
