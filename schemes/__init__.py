@@ -16,6 +16,7 @@ REGISTRY: dict[str, str] = {
     "alltoall": "schemes.alltoall",  # every worker sends to every other (the worked example)
     "ina": "schemes.ina",            # one aggregating switch (SwitchML-like)
     "geo-ina": "schemes.geo_ina",    # hierarchical location-addressed INA (L3DML's first part)
+    "netstorm": "schemes.netstorm",  # multi-root trees + auxiliary multipath (NetStorm)
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from schemes.netstorm import policy as pol
+import schemes.netstorm.policy as pol
 from schemes.netstorm.awareness import ThroughputMatrix
 from schemes.netstorm.wire import (CHECKIN, DONE, FAIL, GO, POLICY, ROUTES, SPEED, STOP, ProtocolError,
                                    decode_json, encode_json)

@@ -29,7 +29,8 @@ import time
 
 import numpy as np
 
-from schemes.netstorm import multipath, policy as pol
+import schemes.netstorm.multipath as multipath
+import schemes.netstorm.policy as pol
 from schemes.netstorm.awareness import LinkMeter
 from schemes.netstorm.engine import CheckIn, DcEngine, Deliver, Send
 from schemes.netstorm.wire import (CHECKIN, DONE, GO, MSG, MSG_BODY, PEER_HELLO, POLICY,
