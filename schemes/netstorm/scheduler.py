@@ -192,7 +192,9 @@ def serve(cfg: dict) -> dict:
             ch.send(STOP, 0)
         return {"server": "scheduler", "replans": core.replans, "speed_reports": speeds,
                 "policy_by_iteration": core.released_at, "final_version": core.policy.version,
-                "final_roots": {str(k): v for k, v in core.policy.roots.items()}}
+                "final_roots": {str(k): v for k, v in core.policy.roots.items()},
+                "final_primary": {f"{i}-{j}": list(p[0]) for (i, j), p in core.policy.routes.items()},
+                "final_tps_mbps": {f"{i}-{j}": round(v, 3) for (i, j), v in core.matrix.tps.items()}}
     finally:
         stopping.set()
         lsock.close()
