@@ -90,11 +90,17 @@ class RandomSchedule(Strict):
     max_mbps: Float = Field(gt=0)
     every_s: Float = Field(gt=0)
     seed: Optional[Int] = None   # default: the scenario seed
+    per_direction: bool = False  # draw each direction of a link on its own (NetStorm's script
+                                 # sets `tc htb` per direction); false: both directions equal
+    integer: bool = False        # whole Mbps, min..max inclusive (Python's random.randint)
 
     @model_validator(mode="after")
     def _ordered(self):
         if self.max_mbps < self.min_mbps:
             raise ValueError(f"max_mbps ({self.max_mbps:g}) must be >= min_mbps ({self.min_mbps:g})")
+        if self.integer and not (float(self.min_mbps).is_integer() and float(self.max_mbps).is_integer()):
+            raise ValueError(f"integer draws need whole min_mbps and max_mbps "
+                             f"(got {self.min_mbps:g} and {self.max_mbps:g})")
         return self
 
 

@@ -269,6 +269,48 @@ def test_schedule_steps_group_edges_and_keep_the_others_rates():
     assert "g1-g2" in slow.binding or "g2->g1" in slow.binding or "g1->g2" in slow.binding
 
 
+def test_per_direction_rates_reach_the_model_hand_worked():
+    # ps, 2 DCs x 1 worker: d1's worker pushes over g2->g1 and pulls over g1->g2; each
+    # direction carries the gradient plus the other stream's ACKs. A slow direction binds
+    # with its own rate and name, whichever it is; the other direction's rate does not matter
+    from schemes.model_schedule import at_rates, predict_at
+    sc = scn("ps")
+    g = build_graph(sc)
+    ser = 8 * tcp_bytes(S + (N // 4096) * 24, acks=True) / 25e6
+    up = predict_at("ps", g, sc, {"g2>g1": 25, "g1>g2": 50})
+    assert up.prediction.limits["serialization at g2->g1 (wan 25 Mbps)"] == pytest.approx(ser, rel=1e-3)
+    down = predict_at("ps", g, sc, {"g1>g2": 25, "g2>g1": 50})
+    assert down.binding == "serialization at g1->g2 (wan 25 Mbps)"
+    assert down.prediction.limits[down.binding] == pytest.approx(ser, rel=1e-3)
+    net = M.Net(at_rates(g, {"g1>g2": 25, "g2>g1": 50}))
+    assert (net.rate_bps("g1", "g2"), net.rate_bps("g2", "g1")) == (25e6, 50e6)
+    # an edge rate replaces directions set before; the original graph is untouched
+    again = at_rates(at_rates(g, {"g1>g2": 25}), {"g1-g2": 40})
+    assert M.Net(again).rate_bps("g1", "g2") == M.Net(again).rate_bps("g2", "g1") == 40e6
+    assert "direction_mbps" not in g.edges["g1", "g2"]
+    with pytest.raises(ValueError, match="no WAN edge g3>g1"):
+        predict_at("ps", g, sc, {"g3>g1": 10})
+
+
+def test_per_direction_schedule_steps_carry_both_directions():
+    from schemes.model_schedule import predict_schedule, schedule_steps
+    from topologies.schedule import bandwidth_events, rate_at
+    sc = scn("ps", extra="wan: {default: {bandwidth_mbps: 150, delay_ms: 50}, bandwidth_schedule: "
+                         "{min_mbps: 20, max_mbps: 155, every_s: 180, per_direction: true, integer: true}}")
+    g = build_graph(sc)
+    steps = schedule_steps(g, 540)
+    ev = bandwidth_events(g, 540)
+    assert [(st.t_start_s, st.t_end_s) for st in steps] == [(0.0, 180.0), (180.0, 360.0), (360.0, 540.0)]
+    for st in steps:
+        assert set(st.rates_mbps) == {"g1>g2", "g2>g1"}
+        assert st.rates_mbps["g1>g2"] == rate_at(g, ev, ("g1", "g2"), st.t_start_s, "g1")
+        assert st.rates_mbps["g2>g1"] == rate_at(g, ev, ("g1", "g2"), st.t_start_s, "g2")
+        assert st.bottleneck_mbps == min(st.rates_mbps.values())
+    for sp in predict_schedule("ps", g, sc, 540):
+        slow = min(sp.step.rates_mbps, key=sp.step.rates_mbps.get).replace(">", "->")
+        assert sp.binding == f"serialization at {slow} (wan {sp.step.bottleneck_mbps:g} Mbps)"
+
+
 def test_schedule_model_failure_paths():
     from schemes.model_schedule import predict_at, predict_schedule, schedule_steps
     from testbed.dilation import dilate_graph
