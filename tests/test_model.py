@@ -74,6 +74,42 @@ def test_ps_one_bottleneck_known_rtt():
     assert p.wan_bytes_per_iteration == pytest.approx(2 * (data + acks))
 
 
+def test_mxnet_ps_split_over_every_datacenter_hand_worked():
+    # 3 DCs x 1 worker, full mesh at 50 Mbps, one-way 50 ms, no compute; bigarray_bound 1000 <
+    # N = 262144: MXNet's parts 87381, 87382, 87381 on the servers beside the workers of d0,
+    # d1, d2. Directed link g1->g2 carries w1's push of part 1 to d1's server and the pull of
+    # part 0 from d0's server to w2, plus the ACKs of the opposite streams (w2's push of part
+    # 0, the pull of part 1 to w1): the two parts' bytes with headers and ACKs, the most of
+    # any link (g2-g3, with parts 1 and 2, ties). Plus one round trip and the last chunk of
+    # the link's 2 streams
+    sc = scn("mxnet-ps", dcs=3, extra="scheme_options: {bigarray_bound: 1000}")
+    p = predict(sc)
+    framed = lambda v: 4 * v + math.ceil(v / 4096) * 24
+    ser = 8 * (tcp_bytes(framed(87381), acks=True) + tcp_bytes(framed(87382), acks=True)) / 50e6
+    last = 8 * 2 * tcp_bytes(4 * 4096 + 24) / 50e6
+    (name, t), = [(k, v) for k, v in p.terms.items() if k.startswith("serialization")]
+    assert name in {f"serialization at {a}->{b} (wan 50 Mbps)" for a, b in
+                    (("g1", "g2"), ("g2", "g1"), ("g2", "g3"), ("g3", "g2"))}
+    assert t == pytest.approx(ser, rel=1e-6)
+    assert p.iteration_s == pytest.approx(ser + 0.100 + last, rel=1e-6)
+    # the 6 WAN link directions carry two parts each, data and ACKs: every part 4 times
+    wire = lambda v: sum(M.tcp_wire(framed(v)))
+    assert p.wan_bytes_per_iteration == pytest.approx(4 * (2 * wire(87381) + wire(87382)), rel=1e-9)
+    # ps with its one server in d0 pushes whole gradients through d0's links: 3/2 the bytes
+    ps = predict(scn("ps", dcs=3))
+    ps_ser = next(v for k, v in ps.terms.items() if k.startswith("serialization"))
+    assert ps_ser / t == pytest.approx(1.5, rel=1e-3)
+
+
+def test_mxnet_ps_below_the_bound_is_ps():
+    # N = 262144 < 1,000,000: the whole tensor on server 0, the first datacenter's: ps's
+    # placement with its server on d0's first host, and ps's prediction
+    a, b = predict(scn("mxnet-ps", dcs=3, per_dc=2)), predict(scn("ps", dcs=3, per_dc=2))
+    assert a.iteration_s == pytest.approx(b.iteration_s, rel=1e-12)
+    assert list(a.terms.values()) == pytest.approx(list(b.terms.values()), rel=1e-12)
+    assert any("whole on the first datacenter's server" in n for n in a.notes)
+
+
 def test_hier_ps_two_level_tree():
     # 2 DCs x 2 workers: the WAN carries one partial sum per direction; the tree's depth adds
     # the LAN round trip (0 here: LAN delay 0) to the WAN one

@@ -29,7 +29,7 @@ BAD_CASES = {
                            "aws:eu-west-1, aws:eu-central-1, aws:ap-northeast-1, aws:ap-southeast-1, "
                            "aws:ap-south-1, aws:sa-east-1, gcp:us-central1, gcp:europe-west4, "
                            "gcp:asia-east1, azure:eastus, azure:westeurope, azure:southeastasia)",
-    "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: ps, hier-ps, ring, alltoall, ina, geo-ina)",
+    "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: ps, mxnet-ps, hier-ps, ring, alltoall, ina, geo-ina)",
     "too_many_workers.yaml": "datacenters: 35 workers in total (a: 4x5, b: 3x5); at most 32 fit on "
                              "this machine: lower racks or workers_per_rack",
     "one_datacenter.yaml": "datacenters: 1 datacenter given; this testbed supports 2 to 12",
