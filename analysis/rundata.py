@@ -135,28 +135,34 @@ class RunData:
         return t / s, bps * s / 1e6
 
     def bandwidth_series(self, end_s: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per WAN link: step points (real s since job start, real Mbps) of its configured
-        rate, from the initial rate and bandwidth_events.jsonl (emulated t and Mbps), up to
-        end_s (default: this run's end)."""
+        """Per WAN link "u-v": step points (real s since job start, real Mbps) of its
+        configured rate, from the initial rate and bandwidth_events.jsonl (emulated t and
+        Mbps), up to end_s (default: this run's end). A link whose directions were changed
+        apart (records with `src`, a per-direction schedule) gives one series per direction,
+        "u>v" and "v>u", each from the changes of both directions and its own."""
         s = self.dilation
-        changes: dict[str, list[tuple[float, float]]] = {}
-        for ev in read_jsonl(self.path / "bandwidth_events.jsonl"):
+        changes: dict[str, list[tuple[float, float, str | None]]] = {}
+        for ev in self.bandwidth_changes():
             changes.setdefault(ev.get("edge"), []).append(((float(ev["t"]) - self.t0) / s,
-                                                           float(ev["mbps"]) * s))
-        if not changes:   # fall back on the summary's copy
-            for ev in self.summary.get("bandwidth_changes") or []:
-                changes.setdefault(ev.get("edge"), []).append(((float(ev["t"]) - self.t0) / s,
-                                                               float(ev["mbps"]) * s))
+                                                           float(ev["mbps"]) * s, ev.get("src")))
         end = max(0.0, M.makespan(self.records) / s) if end_s is None else end_s
         out = {}
         for link in self.wan_links:
-            pts = [(0.0, link["mbps"])] + sorted(c for c in changes.get(link["edge"], []) if c[0] <= end)
-            # a change before the job's start sets the rate at 0
-            start = [p for p in pts if p[0] <= 0.0]
-            pts = [(0.0, start[-1][1])] + [p for p in pts if p[0] > 0.0]
-            t = np.array([p[0] for p in pts] + [end])
-            m = np.array([p[1] for p in pts] + [pts[-1][1]])
-            out[link["edge"]] = (t, m)
+            mine = changes.get(link["edge"], [])
+            u, v = link["ends"]
+            if any(c[2] is not None for c in mine):
+                parts = {f"{u}>{v}": u, f"{v}>{u}": v}
+            else:
+                parts = {link["edge"]: None}
+            for name, src in parts.items():
+                pts = [(0.0, link["mbps"])] + sorted((t, m) for t, m, at in mine
+                                                     if t <= end and at in (None, src))
+                # a change before the job's start sets the rate at 0
+                start = [p for p in pts if p[0] <= 0.0]
+                pts = [(0.0, start[-1][1])] + [p for p in pts if p[0] > 0.0]
+                t = np.array([p[0] for p in pts] + [end])
+                m = np.array([p[1] for p in pts] + [pts[-1][1]])
+                out[name] = (t, m)
         return out
 
     def bandwidth_changes(self) -> list[dict]:

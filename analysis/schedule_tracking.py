@@ -9,8 +9,8 @@ emulated CLOCK_MONOTONIC time after the change, `t_s` the scheduled time, `edge`
 dilation s and, for the model, a function of a step's real-world rates (RunData passes
 schemes/model_schedule.predict_at's goodputs).
 
-Steps. The changes made for one scheduled time (every edge of a schedule point) make one
-step, from the last of them to the next step's first change; the step before the first
+Steps. The changes made for one scheduled time (every edge, or every direction of a
+per-direction schedule, of a schedule point) make one step, from the last of them to the next step's first change; the step before the first
 change has the configured rates. Steps that ended before the job's first iteration are
 left out; the others are numbered from 0.
 
@@ -43,6 +43,7 @@ import numpy as np
 
 from analysis import measure
 from analysis import metrics as M
+from topologies.schedule import apply_change
 
 TOLERANCE = 0.15
 SETTLE_ITERATIONS = 1
@@ -54,8 +55,9 @@ ModelFn = Callable[[Mapping[str, float]], tuple[float, float]]
 def applied_steps(changes: Sequence[dict], initial_mbps: Mapping[str, float],
                   dilation: float = 1.0) -> list[dict]:
     """The schedule's steps as applied: [{t_start, t_end (emulated monotonic s; None: open),
-    rates_mbps (every WAN edge, real-world)}], the first step (configured rates) from None.
-    [] when nothing changed (no schedule)."""
+    rates_mbps (every WAN edge "u-v", or its two directions "u>v" once a change record with
+    `src` has set one direction: topologies.schedule.apply_change; real-world)}], the first
+    step (configured rates) from None. [] when nothing changed (no schedule)."""
     s = float(dilation)
     groups: dict = {}
     for c in changes:
@@ -68,7 +70,7 @@ def applied_steps(changes: Sequence[dict], initial_mbps: Mapping[str, float],
     for key in sorted(groups):
         cs = groups[key]
         for c in cs:
-            rates[c["edge"]] = float(c["mbps"]) * s
+            apply_change(rates, c["edge"], float(c["mbps"]) * s, c.get("src"))
         steps[-1]["t_end"] = min(float(c["t"]) for c in cs)
         steps.append({"t_start": max(float(c["t"]) for c in cs), "t_end": None, "rates_mbps": dict(rates)})
     return steps

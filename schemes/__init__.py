@@ -11,6 +11,7 @@ import importlib
 
 REGISTRY: dict[str, str] = {
     "ps": "schemes.ps",              # one parameter server (MXNet-like baseline)
+    "mxnet-ps": "schemes.mxnet_ps",  # a server per datacenter, MXNet's placement (NetStorm's MXNET)
     "hier-ps": "schemes.hier_ps",    # a server per datacenter + a global one (Gaia-like)
     "ring": "schemes.ring",          # ring all-reduce over TCP
     "alltoall": "schemes.alltoall",  # every worker sends to every other (the worked example)

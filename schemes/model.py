@@ -130,7 +130,14 @@ class Net:
         return 2 * self.delay(a, b)
 
     def rate_bps(self, u, v) -> float:
-        return self.g.edges[u, v]["bandwidth_mbps"] * 1e6
+        """The rate of the direction u -> v: the edge's bandwidth_mbps unless the edge has
+        a rate for that direction (direction_mbps {src: Mbps}, a step of a per-direction
+        bandwidth schedule: schemes/model_schedule.py)."""
+        return self.mbps(u, v) * 1e6
+
+    def mbps(self, u, v) -> float:
+        a = self.g.edges[u, v]
+        return (a.get("direction_mbps") or {}).get(u, a["bandwidth_mbps"])
 
     def min_rate_bps(self, a, b) -> float:
         p = self.path(a, b)
@@ -141,7 +148,7 @@ class Net:
 
     def label(self, u, v) -> str:
         k = self.kind(u, v)
-        return f"{u}->{v} ({k} {self.g.edges[u, v]['bandwidth_mbps']:g} Mbps)"
+        return f"{u}->{v} ({k} {self.mbps(u, v):g} Mbps)"
 
 
 class Load:

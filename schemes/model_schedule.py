@@ -26,12 +26,13 @@ from typing import Mapping
 
 from schemes import model as M
 from topologies.graph import hosts, wan_edges
-from topologies.schedule import bandwidth_events
+from topologies.schedule import apply_change, bandwidth_events
 
 
 def edge_key(edge) -> str:
     """A WAN edge's name as bandwidth_events.jsonl writes it: "u-v" (u the lower-indexed
-    datacenter's switch, as topologies/schedule.py orders it)."""
+    datacenter's switch, as topologies/schedule.py orders it). One direction of it, in a
+    per-direction schedule, is "u>v" (topologies.schedule.rate_key)."""
     return edge if isinstance(edge, str) else "-".join(edge)
 
 
@@ -40,7 +41,9 @@ class Step:
     """One interval of a schedule (real-world seconds from the run's start)."""
     t_start_s: float
     t_end_s: float | None             # None: the last step, open-ended
-    rates_mbps: dict                  # every WAN edge "u-v" -> its rate in this step
+    rates_mbps: dict                  # every WAN edge "u-v" -> its rate in this step, or
+                                      # both its directions "u>v", "v>u" once a per-direction
+                                      # schedule has set them apart
 
     @property
     def bottleneck_mbps(self) -> float:
@@ -87,27 +90,39 @@ def schedule_steps(graph, horizon_s: float | None = None) -> list[Step]:
     for k, t in enumerate(times):
         for ev in events:
             if ev.t_s == t:
-                rates[edge_key(ev.edge)] = float(ev.mbps)
+                apply_change(rates, ev.edge, ev.mbps, ev.src)
         end = times[k + 1] if k + 1 < len(times) else (None if horizon_s is None else float(horizon_s))
         steps.append(Step(float(t), end, dict(rates)))
     return steps
 
 
 def at_rates(graph, rates: Mapping[str, float]):
-    """A copy of the graph with the named WAN edges at these rates (Mbps) and no schedule
-    on any link: the fixed network of one step."""
+    """A copy of the graph with the named WAN edges ("u-v", both directions) or directions
+    ("u>v") at these rates (Mbps) and no schedule on any link: the fixed network of one step.
+    A direction's rate goes to the edge's direction_mbps (schemes.model.Net.rate_bps)."""
     g = graph.copy()
     known = {edge_key(e): e for e in wan_edges(g)}
-    unknown = sorted(set(rates) - set(known))
+    directions = {f"{a}>{b}": (a, b) for u, v in known.values() for a, b in ((u, v), (v, u))}
+    unknown = sorted(set(rates) - set(known) - set(directions))
     if unknown:
-        raise ValueError(f"no WAN edge {', '.join(unknown)} (edges: {', '.join(sorted(known))})")
+        raise ValueError(f"no WAN edge {', '.join(unknown)} (edges: {', '.join(sorted(known))}; "
+                         f"one direction: u>v)")
     for name, mbps in rates.items():
         if not mbps > 0:
             raise ValueError(f"WAN edge {name}: rate must be > 0 Mbps (got {mbps})")
-        g.edges[known[name]]["bandwidth_mbps"] = float(mbps)
     for _, _, a in g.edges(data=True):
         if "bandwidth_schedule" in a:
             a["bandwidth_schedule"] = None
+        if a.get("direction_mbps"):
+            a["direction_mbps"] = dict(a["direction_mbps"])   # the copy shares the dict
+    for name in sorted(rates, key=lambda k: k in directions):   # edges first, then directions
+        if name in known:
+            a = g.edges[known[name]]
+            a["bandwidth_mbps"] = float(rates[name])
+            a.pop("direction_mbps", None)
+        else:
+            src, dst = directions[name]
+            g.edges[src, dst].setdefault("direction_mbps", {})[src] = float(rates[name])
     return g
 
 

@@ -68,16 +68,21 @@ def switch_params(graph, program: str, defines: dict, run_dir: Path) -> dict[str
             for n, d in graph.nodes(data=True) if d["role"] != "host"}
 
 
-def wan_intfs(graph, edge) -> list[tuple[str, str]]:
-    """(switch, intf) of both ends of a WAN edge."""
+def wan_intfs(graph, edge, src: str | None = None) -> list[tuple[str, str]]:
+    """(switch, intf) of both ends of a WAN edge; with src, only src's end: its interface
+    toward the other end, whose egress (what tc shapes) is the direction leaving src."""
     u, v = edge
-    return [(u, interface_name(graph, u, v)), (v, interface_name(graph, v, u))]
+    ends = [(u, interface_name(graph, u, v)), (v, interface_name(graph, v, u))]
+    return ends if src is None else [e for e in ends if e[0] == src]
 
 
 # ---------------------------------------------------------------- schedule driver
 
 class ScheduleDriver(threading.Thread):
-    """Applies WAN bandwidth events (emulated seconds since start) with `tc class change`."""
+    """Applies WAN bandwidth events (emulated seconds since start) with `tc class change`:
+    on both ends of the edge, or on src's end only for a one-direction event. Each change
+    is a record of bandwidth_events.jsonl: {t, t_s, edge "u-v", mbps} and, for one
+    direction, src (the switch whose egress changed)."""
 
     def __init__(self, graph, events, shaped: dict[str, dict[str, float]], log_path: Path):
         super().__init__(name="bandwidth-schedule", daemon=True)
@@ -95,13 +100,15 @@ class ScheduleDriver(threading.Thread):
                 if self.stop_event.wait(max(0.0, self.t0 + ev.t_s - time.monotonic())):
                     return
                 try:
-                    for sw, intf in wan_intfs(self.graph, ev.edge):
+                    for sw, intf in wan_intfs(self.graph, ev.edge, ev.src):
                         linkemu.change_rate(intf, ev.mbps, linkemu._run_root)
                         self.shaped.setdefault(sw, {})[intf] = ev.mbps
                 except linkemu.LinkEmuError as e:
                     self.error = str(e)
                     return
                 rec = {"t": time.monotonic(), "t_s": ev.t_s, "edge": "-".join(ev.edge), "mbps": ev.mbps}
+                if ev.src is not None:
+                    rec["src"] = ev.src
                 self.applied.append(rec)
                 log.write(json.dumps(rec) + "\n")
                 log.flush()

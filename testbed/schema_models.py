@@ -16,8 +16,11 @@ from topologies import catalog
 
 SCHEMES = schemes.NAMES             # the registry, schemes/__init__.py
 
-# Limits of this machine and of the addressing plan (docs/addressing.md).
-MIN_DATACENTERS, MAX_DATACENTERS = 2, 8
+# Limits of this machine (2 cores, 24 GiB) and of the addressing plan (docs/addressing.md).
+# Measured (docs/runtime.md, "Measured on this machine"): 12 datacenters x 1 worker build in
+# 6.7 s and ~0.4 GiB; 12 datacenters with 32 workers (hier-ps) run to completion with a peak
+# of 2.4 GiB and a load of 22 on 2 cores: the CPUs, not memory, bound the workers.
+MIN_DATACENTERS, MAX_DATACENTERS = 2, 12
 MAX_WORKERS_TOTAL = 32
 # Mininet's TCLink/htb silently ignores rates above this (it only logs), so we reject them.
 HTB_MAX_MBPS = 1000.0
@@ -87,11 +90,17 @@ class RandomSchedule(Strict):
     max_mbps: Float = Field(gt=0)
     every_s: Float = Field(gt=0)
     seed: Optional[Int] = None   # default: the scenario seed
+    per_direction: bool = False  # draw each direction of a link on its own (NetStorm's script
+                                 # sets `tc htb` per direction); false: both directions equal
+    integer: bool = False        # whole Mbps, min..max inclusive (Python's random.randint)
 
     @model_validator(mode="after")
     def _ordered(self):
         if self.max_mbps < self.min_mbps:
             raise ValueError(f"max_mbps ({self.max_mbps:g}) must be >= min_mbps ({self.min_mbps:g})")
+        if self.integer and not (float(self.min_mbps).is_integer() and float(self.max_mbps).is_integer()):
+            raise ValueError(f"integer draws need whole min_mbps and max_mbps "
+                             f"(got {self.min_mbps:g} and {self.max_mbps:g})")
         return self
 
 

@@ -458,6 +458,77 @@ def test_placement_of_each_scheme():
     assert len(a.workers) == 12 and all(c["peers"][c["rank"]][1] == 9000 for c in a.comm.values())
 
 
+# ---------------------------------------------------------------- mxnet-ps
+def test_mxnet_parts_follow_kvstore_dist():
+    """MXNet's EncodeDefaultKey: below the bound the whole tensor on server (key*9973) mod k
+    (key 0: server 0); at or above it server i gets round(n/k*(i+1)) - round(n/k*i) values,
+    with C's round (halves up: 10 over 4 is 3, 2, 3, 2, not Python's 2, 3, 2, 3)."""
+    from schemes.mxnet_ps.plan import key_server, mxnet_parts
+    assert mxnet_parts(999_999, 9, 1_000_000) == [(0, 0, 999_999)]               # below: whole
+    big = mxnet_parts(1_000_000, 9, 1_000_000)                                    # at the bound: split
+    assert [i for i, _, _ in big] == list(range(9)) and big[0][1] == 0 and big[-1][2] == 1_000_000
+    assert all(a[2] == b[1] for a, b in zip(big, big[1:]))
+    assert {hi - lo for _, lo, hi in big} == {111_111, 111_112}
+    assert [hi - lo for _, lo, hi in mxnet_parts(10, 4, 1)] == [3, 2, 3, 2]
+    assert mxnet_parts(262144, 3, 1000) == [(0, 0, 87381), (1, 87381, 174763), (2, 174763, 262144)]
+    assert mxnet_parts(2, 3, 1) == [(0, 0, 1), (2, 1, 2)]      # an empty part: no server
+    assert key_server(0, 9) == 0 and key_server(1, 9) == 9973 % 9 == 1 and key_server(3, 4) == 3
+
+
+def test_mxnet_ps_places_one_server_per_datacenter():
+    from topologies.graph import hosts_by_dc
+    from workers.workload import parameter_count
+    g, p = geo_plan("mxnet-ps", {"bigarray_bound": 1000})          # geo-3dc: 262144 values
+    dc = lambda h: g.nodes[h]["dc"]
+    args = lambda s: dict(zip(s.args[::2], s.args[1::2]))
+    assert [dc(s.host) for s in p.servers] == ["wdc", "fra", "tok"]
+    assert [s.host for s in p.servers] == [hs[0] for hs in hosts_by_dc(g).values()]
+    assert all(s.module == "schemes.ps.server" and args(s)["--children"] == "12" for s in p.servers)
+    assert [int(args(s)["--port"]) for s in p.servers] == [7100, 7101, 7102]
+    assert len(p.workers) == 12 and p.info["split"] is True
+    bounds = [[0, 87381], [87381, 174763], [174763, 262144]]
+    for r, w in enumerate(p.workers):
+        c = p.comm[w]
+        assert c["bounds"] == bounds and c["child_rank"] == r
+        assert c["servers"] == [[args(s)["--host"], int(args(s)["--port"])] for s in p.servers]
+    # below the bound (the default 1,000,000 > 262144): one server, the first datacenter's
+    g, p = geo_plan("mxnet-ps", {})
+    assert [dc(s.host) for s in p.servers] == ["wdc"] and p.info["split"] is False
+    assert p.comm[p.workers[0]]["bounds"] == [[0, parameter_count({"kind": "synthetic", "parameters": 262144})]]
+    # dedicated servers: the three server hosts run no worker
+    g, p = geo_plan("mxnet-ps", {"bigarray_bound": 1000, "dedicated_servers": True})
+    assert len(p.workers) == 9 and not {s.host for s in p.servers} & set(p.workers)
+    assert all(args(s)["--children"] == "9" for s in p.servers)
+
+
+def test_mxnet_ps_sum_with_mxnet_bounds_matches_numpy():
+    """ps's server and communicator with MXNet's uneven parts: the same bits as one server."""
+    from schemes.mxnet_ps.plan import mxnet_parts
+    g = grads(4, 10, seed=5)
+    servers, threads, stats = start_servers([(4, None, 0)] * 4)
+    addrs = [(LO, s.address[1]) for s in servers]
+    bounds = [[lo, hi] for _, lo, hi in mxnet_parts(10, 4, 1)]
+
+    def worker(r):
+        c = PSCommunicator({"servers": addrs, "bounds": bounds, "child_rank": r, "timeout_s": 5},
+                           Me(f"w{r}", r, 0, LO))
+        res = c.allreduce(g[r], 0)
+        c.close()
+        return res
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(4)])
+    for t in threads:
+        t.join(10)
+    assert not any(errs), errs
+    for r in range(4):
+        assert np.array_equal(out[r], sum_in_order(g))
+    close_to_numpy(out[0], g)
+    # each server got its part of every gradient: HELLO, one DATA_END frame, BYE per worker
+    assert [s["bytes_received"] for s in stats] == [4 * (4 * n + 3 * fr.HEADER.size) for n in (3, 2, 3, 2)]
+    with pytest.raises(ValueError, match="2 shard bounds for 1 servers"):
+        PSCommunicator({"servers": [(LO, 9)], "bounds": [[0, 5], [5, 10]], "child_rank": 0,
+                        "timeout_s": 1}, Me("w0", 0, 0, LO))
+
+
 def test_bad_options_say_what_is_known():
     from testbed.scenario import ScenarioError, load_scenario
     path = str(REPO / "scenarios" / "geo-3dc.yaml")

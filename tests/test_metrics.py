@@ -305,3 +305,29 @@ def test_fixture_run_under_a_schedule_tracks_and_has_a_model_series():
     assert all(x["model_goodput_mbps"] > 0 for x in tr["steps"])
     t, m = run.model_goodput_series()
     assert t[0] == 0.0 and len(t) == len(m) and len(set(m)) == 2    # the schedule's two rates
+
+
+def test_per_direction_changes_split_a_link_into_its_directions(tmp_path):
+    """Records with `src` (a per-direction schedule) change one direction: the steps carry
+    both directions of that link and the bandwidth series gives one line per direction."""
+    import json
+    from analysis.schedule_tracking import applied_steps
+    ch = [{"t": T, "t_s": 0.0, "edge": "g1-g2", "mbps": 10.0, "src": "g1"},
+          {"t": T, "t_s": 0.0, "edge": "g1-g2", "mbps": 15.0, "src": "g2"},
+          {"t": T + 3, "t_s": 3.0, "edge": "g1-g2", "mbps": 5.0, "src": "g2"}]
+    steps = applied_steps(ch, {"g1-g2": 50.0, "g1-g3": 40.0}, 2.0)
+    assert [s["rates_mbps"] for s in steps] == [
+        {"g1-g2": 50.0, "g1-g3": 40.0},
+        {"g1-g3": 40.0, "g1>g2": 20.0, "g2>g1": 30.0},
+        {"g1-g3": 40.0, "g1>g2": 20.0, "g2>g1": 10.0}]
+    dst = tmp_path / "run"
+    shutil.copytree(fixture_run("sweep-strag"), dst)
+    t0 = RunData.load(dst).t0
+    (dst / "bandwidth_events.jsonl").write_text("".join(json.dumps(dict(c, t=t0 + c["t_s"])) + "\n"
+                                                        for c in ch))
+    series = RunData.load(dst).bandwidth_series(end_s=3.0)
+    assert sorted(series) == ["g1>g2", "g2>g1"]
+    t, m = series["g1>g2"]
+    assert list(t) == [0.0, 3.0] and list(m) == [20.0, 20.0]
+    t, m = series["g2>g1"]
+    assert list(t) == pytest.approx([0.0, 1.5, 3.0]) and list(m) == [30.0, 10.0, 10.0]

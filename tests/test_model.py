@@ -74,6 +74,42 @@ def test_ps_one_bottleneck_known_rtt():
     assert p.wan_bytes_per_iteration == pytest.approx(2 * (data + acks))
 
 
+def test_mxnet_ps_split_over_every_datacenter_hand_worked():
+    # 3 DCs x 1 worker, full mesh at 50 Mbps, one-way 50 ms, no compute; bigarray_bound 1000 <
+    # N = 262144: MXNet's parts 87381, 87382, 87381 on the servers beside the workers of d0,
+    # d1, d2. Directed link g1->g2 carries w1's push of part 1 to d1's server and the pull of
+    # part 0 from d0's server to w2, plus the ACKs of the opposite streams (w2's push of part
+    # 0, the pull of part 1 to w1): the two parts' bytes with headers and ACKs, the most of
+    # any link (g2-g3, with parts 1 and 2, ties). Plus one round trip and the last chunk of
+    # the link's 2 streams
+    sc = scn("mxnet-ps", dcs=3, extra="scheme_options: {bigarray_bound: 1000}")
+    p = predict(sc)
+    framed = lambda v: 4 * v + math.ceil(v / 4096) * 24
+    ser = 8 * (tcp_bytes(framed(87381), acks=True) + tcp_bytes(framed(87382), acks=True)) / 50e6
+    last = 8 * 2 * tcp_bytes(4 * 4096 + 24) / 50e6
+    (name, t), = [(k, v) for k, v in p.terms.items() if k.startswith("serialization")]
+    assert name in {f"serialization at {a}->{b} (wan 50 Mbps)" for a, b in
+                    (("g1", "g2"), ("g2", "g1"), ("g2", "g3"), ("g3", "g2"))}
+    assert t == pytest.approx(ser, rel=1e-6)
+    assert p.iteration_s == pytest.approx(ser + 0.100 + last, rel=1e-6)
+    # the 6 WAN link directions carry two parts each, data and ACKs: every part 4 times
+    wire = lambda v: sum(M.tcp_wire(framed(v)))
+    assert p.wan_bytes_per_iteration == pytest.approx(4 * (2 * wire(87381) + wire(87382)), rel=1e-9)
+    # ps with its one server in d0 pushes whole gradients through d0's links: 3/2 the bytes
+    ps = predict(scn("ps", dcs=3))
+    ps_ser = next(v for k, v in ps.terms.items() if k.startswith("serialization"))
+    assert ps_ser / t == pytest.approx(1.5, rel=1e-3)
+
+
+def test_mxnet_ps_below_the_bound_is_ps():
+    # N = 262144 < 1,000,000: the whole tensor on server 0, the first datacenter's: ps's
+    # placement with its server on d0's first host, and ps's prediction
+    a, b = predict(scn("mxnet-ps", dcs=3, per_dc=2)), predict(scn("ps", dcs=3, per_dc=2))
+    assert a.iteration_s == pytest.approx(b.iteration_s, rel=1e-12)
+    assert list(a.terms.values()) == pytest.approx(list(b.terms.values()), rel=1e-12)
+    assert any("whole on the first datacenter's server" in n for n in a.notes)
+
+
 def test_hier_ps_two_level_tree():
     # 2 DCs x 2 workers: the WAN carries one partial sum per direction; the tree's depth adds
     # the LAN round trip (0 here: LAN delay 0) to the WAN one
@@ -267,6 +303,48 @@ def test_schedule_steps_group_edges_and_keep_the_others_rates():
     slow, fast = (predict_at("hier-ps", g, sc, s.rates_mbps) for s in steps)
     assert slow.goodput_mbps < fast.goodput_mbps
     assert "g1-g2" in slow.binding or "g2->g1" in slow.binding or "g1->g2" in slow.binding
+
+
+def test_per_direction_rates_reach_the_model_hand_worked():
+    # ps, 2 DCs x 1 worker: d1's worker pushes over g2->g1 and pulls over g1->g2; each
+    # direction carries the gradient plus the other stream's ACKs. A slow direction binds
+    # with its own rate and name, whichever it is; the other direction's rate does not matter
+    from schemes.model_schedule import at_rates, predict_at
+    sc = scn("ps")
+    g = build_graph(sc)
+    ser = 8 * tcp_bytes(S + (N // 4096) * 24, acks=True) / 25e6
+    up = predict_at("ps", g, sc, {"g2>g1": 25, "g1>g2": 50})
+    assert up.prediction.limits["serialization at g2->g1 (wan 25 Mbps)"] == pytest.approx(ser, rel=1e-3)
+    down = predict_at("ps", g, sc, {"g1>g2": 25, "g2>g1": 50})
+    assert down.binding == "serialization at g1->g2 (wan 25 Mbps)"
+    assert down.prediction.limits[down.binding] == pytest.approx(ser, rel=1e-3)
+    net = M.Net(at_rates(g, {"g1>g2": 25, "g2>g1": 50}))
+    assert (net.rate_bps("g1", "g2"), net.rate_bps("g2", "g1")) == (25e6, 50e6)
+    # an edge rate replaces directions set before; the original graph is untouched
+    again = at_rates(at_rates(g, {"g1>g2": 25}), {"g1-g2": 40})
+    assert M.Net(again).rate_bps("g1", "g2") == M.Net(again).rate_bps("g2", "g1") == 40e6
+    assert "direction_mbps" not in g.edges["g1", "g2"]
+    with pytest.raises(ValueError, match="no WAN edge g3>g1"):
+        predict_at("ps", g, sc, {"g3>g1": 10})
+
+
+def test_per_direction_schedule_steps_carry_both_directions():
+    from schemes.model_schedule import predict_schedule, schedule_steps
+    from topologies.schedule import bandwidth_events, rate_at
+    sc = scn("ps", extra="wan: {default: {bandwidth_mbps: 150, delay_ms: 50}, bandwidth_schedule: "
+                         "{min_mbps: 20, max_mbps: 155, every_s: 180, per_direction: true, integer: true}}")
+    g = build_graph(sc)
+    steps = schedule_steps(g, 540)
+    ev = bandwidth_events(g, 540)
+    assert [(st.t_start_s, st.t_end_s) for st in steps] == [(0.0, 180.0), (180.0, 360.0), (360.0, 540.0)]
+    for st in steps:
+        assert set(st.rates_mbps) == {"g1>g2", "g2>g1"}
+        assert st.rates_mbps["g1>g2"] == rate_at(g, ev, ("g1", "g2"), st.t_start_s, "g1")
+        assert st.rates_mbps["g2>g1"] == rate_at(g, ev, ("g1", "g2"), st.t_start_s, "g2")
+        assert st.bottleneck_mbps == min(st.rates_mbps.values())
+    for sp in predict_schedule("ps", g, sc, 540):
+        slow = min(sp.step.rates_mbps, key=sp.step.rates_mbps.get).replace(">", "->")
+        assert sp.binding == f"serialization at {slow} (wan {sp.step.bottleneck_mbps:g} Mbps)"
 
 
 def test_schedule_model_failure_paths():

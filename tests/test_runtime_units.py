@@ -111,7 +111,7 @@ def test_wan_probe_pairs_use_path_rtt():
 
 
 def test_unknown_scheme_says_what_is_known():
-    with pytest.raises(ValueError, match="unknown scheme 'no-such-scheme' \\(known: ps, hier-ps"):
+    with pytest.raises(ValueError, match="unknown scheme 'no-such-scheme' \\(known: ps, mxnet-ps, hier-ps"):
         scheme_app.make_app("no-such-scheme", {})
 
 

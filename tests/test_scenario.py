@@ -34,7 +34,8 @@ BAD_CASES = {
     "unknown_scheme.yaml": "scheme: unknown scheme 'allreduce' (known: " + ", ".join(schemes.NAMES) + ")",
     "too_many_workers.yaml": "datacenters: 35 workers in total (a: 4x5, b: 3x5); at most 32 fit on "
                              "this machine: lower racks or workers_per_rack",
-    "one_datacenter.yaml": "datacenters: 1 datacenter given; this testbed supports 2 to 8",
+    "one_datacenter.yaml": "datacenters: 1 datacenter given; this testbed supports 2 to 12",
+    "too_many_datacenters.yaml": "datacenters: 13 datacenters given; this testbed supports 2 to 12",
     "bad_yaml.yaml": "invalid YAML at line 5, column 1: expected ',' or '}', but got '<scalar>' "
                      "(while parsing a flow mapping at line 4)",
     "over_htb_limit.yaml": "wan.default.bandwidth_mbps: 2500 Mbps / time_dilation 1 = 2500 Mbps "
@@ -156,6 +157,25 @@ def test_quickstart_shape():
     assert len(scn.datacenters) == 2 and scn.scheme == "ps" and scn.iterations == 5
     assert all(dc.racks == 1 and dc.workers_per_rack == 2 for dc in scn.datacenters)
     assert scn.duration_s is None and scn.workload.kind == "model"
+
+
+def test_datacenter_and_worker_limits():
+    """12 datacenters and 32 workers are the emulation's limits on this machine (measured:
+    docs/runtime.md); run.py predict (emulation_limits=False) goes beyond them."""
+    from testbed.schema_models import MAX_DATACENTERS, MAX_WORKERS_TOTAL
+    assert (MAX_DATACENTERS, MAX_WORKERS_TOTAL) == (12, 32)
+
+    def text(n, per_dc=1):
+        dcs = "\n".join(f"  - {{name: d{i}, lat: {5 * i}, lon: {10 * i}, workers_per_rack: {per_dc}}}"
+                        for i in range(n))
+        return f"name: t\ndatacenters:\n{dcs}\nscheme: ps\niterations: 1\n"
+    assert len(parse_scenario(text(12), "x").datacenters) == 12
+    assert parse_scenario(text(8, 4), "x").total_workers == 32
+    with pytest.raises(ScenarioError, match="13 datacenters given; this testbed supports 2 to 12"):
+        parse_scenario(text(13), "x")
+    with pytest.raises(ScenarioError, match="36 workers in total"):
+        parse_scenario(text(12, 3), "x")
+    assert parse_scenario(text(13), "x", emulation_limits=False).total_workers == 13
 
 
 def test_time_dilation_lifts_the_htb_limit():

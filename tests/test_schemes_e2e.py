@@ -84,7 +84,7 @@ def test_scheme_completes_with_correct_values_and_complete_events(quickstart_run
             last = next(e["t"] for e in es if e["event"] == "last_result" and e["iteration"] == i)
             end = next(e for e in es if e["event"] == "iteration_end" and e["iteration"] == i)
             assert 0 <= end["t_end"] - last < 0.05, (w, i, end["t_end"] - last)
-    if scheme in ("ps", "hier-ps", "ring", "alltoall"):   # one float32 sum, the same bits everywhere
+    if scheme in ("ps", "mxnet-ps", "hier-ps", "ring", "alltoall"):   # one float32 sum, the same bits everywhere
         for i in range(ITERATIONS):
             shas = {e["result_sha1"] for es in ev.values() for e in es
                     if e["event"] == "iteration_end" and e["iteration"] == i}
@@ -115,6 +115,56 @@ def test_schemes_agree_with_each_other(quickstart_runs):
     for s, l in losses.items():
         assert len(l) == ITERATIONS
         assert l == pytest.approx(losses["ps"], rel=1e-4), s
+
+
+# ---------------------------------------------------------------- mxnet-ps over 3 datacenters
+MX_PARAMS = 16384
+
+
+def test_mxnet_ps_splits_over_every_datacenter_with_ps_bits(tmp_path):
+    """mxnet-ps with its servers sharded over 3 datacenters (bigarray_bound below the tensor:
+    MXNet's parts 5461 / 5462 / 5461), 2 workers each: complete, every sum within the float32
+    bound of numpy's float64 sum (verify), the same bits on every worker and the same bits as
+    ps (each element is summed over the workers in rank order either way), every server
+    saw every iteration, and only its part of every gradient."""
+    scn = {"name": "mx3", "seed": 4,
+           "datacenters": [{"name": "a", "region": "ibm:us-east", "workers_per_rack": 2},
+                           {"name": "b", "region": "ibm:eu-de", "workers_per_rack": 2},
+                           {"name": "c", "region": "ibm:eu-gb", "workers_per_rack": 2}],
+           "wan": {"default": {"bandwidth_mbps": 20.0, "delay_ms": 5.0}},
+           "scheme": "mxnet-ps",
+           "workload": {"kind": "synthetic", "parameters": MX_PARAMS},
+           "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": ITERATIONS}
+    path = tmp_path / "mx3.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    shas = {}
+    options = {"mxnet-ps": "{bigarray_bound: 1000, verify: true}", "ps": "{verify: true}"}
+    for scheme in ("mxnet-ps", "ps"):
+        d = run(str(path), [f"scheme={scheme}", f"scheme_options={options[scheme]}"],
+                tmp_path / scheme, "mx")
+        summary = json.loads((d / "summary.json").read_text())
+        assert summary["complete"], summary["reason"]
+        m = summary["metrics"]
+        assert m["iterations"] == ITERATIONS and m["within_quantization_bound"] is True
+        ev = events(d)
+        assert len(ev) == 6
+        for e in (e for es in ev.values() for e in es if e["event"] == "iteration_end"):
+            assert e["max_error"] <= e["error_bound"]
+        shas[scheme] = [{e["result_sha1"] for es in ev.values() for e in es
+                         if e["event"] == "iteration_end" and e["iteration"] == i}
+                        for i in range(ITERATIONS)]
+        assert all(len(s) == 1 for s in shas[scheme]), (scheme, shas[scheme])
+        if scheme == "mxnet-ps":
+            app = summary["app"]
+            assert app["parts"] == [["mxh1r1w1", 0, 5461], ["mxh2r1w1", 5461, 10923],
+                                    ["mxh3r1w1", 10923, 16384]]
+            servers = app["servers"]
+            assert sorted(servers) == ["mx0", "mx1", "mx2"]
+            for name, (_, lo, hi) in zip(["mx0", "mx1", "mx2"], app["parts"]):
+                assert servers[name]["iterations"] == ITERATIONS
+                # 6 workers x ITERATIONS x the part's values, and at most a few headers more
+                assert 0 <= servers[name]["bytes_received"] - 6 * ITERATIONS * 4 * (hi - lo) < 6 * 64 * (ITERATIONS + 2)
+    assert shas["mxnet-ps"] == shas["ps"]
 
 
 # ---------------------------------------------------------------- analytic bound

@@ -2,10 +2,12 @@
 most chunk_values float32 values while the sums of earlier chunks stream back (pulling
 chunk j overlaps pushing chunk j+1, as MXNet's PS slices large tensors into keys).
 
-comm (written by schemes/ps/plan.py or schemes/hier_ps/plan.py):
+comm (written by schemes/ps/plan.py, schemes/hier_ps/plan.py or schemes/mxnet_ps/plan.py):
     servers    [[ip, port], ...]   one per shard, in shard order
     child_rank this worker's child index at its server(s)
     timeout_s  emulated seconds of silence before a peer counts as dead
+    bounds     optional [[lo, hi], ...] per shard, contiguous from 0 to the tensor's size
+               (mxnet-ps: MXNet's split); default: workers.framing.shard_bounds
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ class PSCommunicator(CommunicatorBase):
             raise ValueError("ps: the plan gave this worker no server")
         timeout = float(comm["timeout_s"])
         self.chunk_values = chunk_values
+        self.bounds = [tuple(b) for b in comm["bounds"]] if comm.get("bounds") else None
+        if self.bounds is not None and len(self.bounds) != len(servers):
+            raise ValueError(f"ps: {len(self.bounds)} shard bounds for {len(servers)} servers")
         self.chans: list[fr.Channel] = []
         try:
             for h, p in servers:
@@ -38,7 +43,12 @@ class PSCommunicator(CommunicatorBase):
         vec = np.ascontiguousarray(grad, dtype=np.float32)
         out = np.empty_like(vec)
         jobs = []
-        for ch, (lo, hi) in zip(self.chans, fr.shard_bounds(vec.size, len(self.chans))):
+        bounds = self.bounds or fr.shard_bounds(vec.size, len(self.chans))
+        if bounds[0][0] != 0 or bounds[-1][1] != vec.size or \
+                any(a[1] != b[0] for a, b in zip(bounds, bounds[1:])):
+            raise ValueError(f"ps: shard bounds {bounds} do not cover the {vec.size} values "
+                             f"contiguously (the plan sized them for another tensor?)")
+        for ch, (lo, hi) in zip(self.chans, bounds):
             pieces = fr.chunk_bounds(lo, hi, self.chunk_values)
             jobs.append(self.pool.submit(self._push, ch, vec, pieces, iteration))
             jobs.append(self.pool.submit(self._pull, ch, out, pieces, iteration))
