@@ -7,6 +7,8 @@ figures the results support and saves them. Over repetitions a point is the mean
 """
 from __future__ import annotations
 
+import json
+
 from collections import defaultdict
 from typing import Iterable, Sequence
 
@@ -205,6 +207,56 @@ def fig_wan_bytes(rows: Sequence[dict], x: str | None = None, *, title: str | No
         ax.set_ylabel(label("wan_bytes_per_iteration"))
         legend_above(ax, title or "WAN bytes per iteration by scheme")
         ax.grid(axis="x", visible=False)
+    return fig
+
+
+def category_key(v) -> str:
+    """A value of a categorical axis (None, a number, a schedule mapping...) as a stable key."""
+    return json.dumps(v, sort_keys=True)
+
+
+def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequence,
+             labels: Sequence[str], *, y: str = TIME_PER_ITERATION, baseline: str | None = None,
+             series: str = "scheme", title: str | None = None, xlabel: str | None = None):
+    """Grouped bars for a categorical axis x (e.g. static vs dynamic WAN): one group per
+    value in `categories` (labelled `labels`), a bar per scheme, mean and 95% interval over
+    repetitions; with `baseline`, the speedup over it paired by repetition (as fig_speedup)."""
+    if baseline:
+        rows = [r for r in speedup_rows(rows, axes, baseline, y, series) if r.get(series) != baseline]
+        col = "speedup"
+    else:
+        rows, col = _ok(rows), y
+    keys = [category_key(c) for c in categories]
+    schemes = sorted({r.get(series) for r in rows}, key=lambda s: scheme_sort_key(str(s)))
+    width = 0.8 / max(1, len(schemes))
+    with paper_style():
+        fig, ax = new_figure()
+        if baseline:
+            ax.axhline(1.0, color="#777777", linestyle="--", linewidth=0.8,
+                       label=f"{scheme_style(baseline)['label']} (baseline)")
+        for k, s in enumerate(schemes):
+            st = scheme_style(str(s))
+            ms, cis = [], []
+            for key in keys:
+                vals = [_num(r.get(col)) for r in rows
+                        if r.get(series) == s and category_key(r.get(x)) == key]
+                m, c = mean_ci([v for v in vals if v == v])
+                ms.append(m)
+                cis.append(c)
+            pos = np.arange(len(keys)) + (k - (len(schemes) - 1) / 2) * width
+            ax.bar(pos, ms, width * 0.9, yerr=cis, color=st["color"], label=st["label"],
+                   error_kw={"elinewidth": 0.8})
+        ax.set_xticks(np.arange(len(keys)))
+        ax.set_xticklabels(list(labels))
+        ax.set_xlabel(xlabel or "")
+        if baseline:
+            ax.set_ylabel(f"Speedup over {scheme_style(baseline)['label']}")
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_ylabel(label(y))
+        legend_above(ax, title or ("Speedup (time per iteration)" if baseline else label(y)))
+        ax.grid(axis="x", visible=False)
+        note_dilation(ax, _dilation(rows))
     return fig
 
 

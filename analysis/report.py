@@ -208,6 +208,8 @@ class SweepReport:
                              f"against {F.label(x)}, paired by repetition (mean and 95% interval).",
                              lambda: F.fig_speedup(ok, pair_axes, x, base, metric=metric,
                                                    log_x=spec.get("log_x", False), title=spec.get("title")))
+        if kind == "bars":
+            return self._bars_job(spec, ok)
         if kind == "wan_bytes":
             if not any(F._num(r.get("wan_bytes_per_iteration")) == F._num(r.get("wan_bytes_per_iteration"))
                        for r in ok):
@@ -253,6 +255,24 @@ class SweepReport:
                              lambda: F.fig_accuracy_time(series, target=target, dilation=self.dilation(),
                                                          title=spec.get("title")))
         return None
+
+    def _bars_job(self, spec: dict, ok: list[dict]) -> FigureJob | None:
+        """Grouped bars over a categorical axis (its values in the sweep file's order,
+        labelled by the spec's `labels`), of `y` or, with `baseline`, the speedup over it."""
+        x = spec.get("x")
+        cats = (self.spec.get("axes") or {}).get(x)
+        if not cats:
+            return None
+        labels = spec.get("labels") or [_fmt_axis(c) for c in cats]
+        base = self.baseline(spec.get("baseline")) if spec.get("baseline") else None
+        y = spec.get("y", TIME_PER_ITERATION)
+        pair_axes = [a for a in self.axes if a != "scheme"]
+        what = f"speedup over {scheme_style(base)['label']} in {F.label(y).lower()}" if base else F.label(y)
+        name = f"{'speedup' if base else _slug(y)}_by_{_slug(x)}"
+        return FigureJob(name, f"{what[:1].upper() + what[1:]} by {', '.join(labels)}, a bar per scheme "
+                         f"(mean and 95% interval over repetitions{', paired by repetition' if base else ''}).",
+                         lambda: F.fig_bars(ok, pair_axes, x, cats, labels, y=y, baseline=base,
+                                            title=spec.get("title"), xlabel=spec.get("xlabel")))
 
     def _cdf_job(self, spec: dict) -> FigureJob | None:
         split = spec.get("split") or next((a for a in self.axes if a.startswith("stragglers")), None)

@@ -21,8 +21,10 @@ SCHEME_STYLE = {
     "ina":     {"color": OKABE_ITO["vermillion"], "marker": "D", "label": "INA"},
     "geo-ina": {"color": OKABE_ITO["blue"], "marker": "v", "label": "Geo-INA"},
     "alltoall": {"color": OKABE_ITO["black"], "marker": "x", "label": "All-to-all"},
+    "mxnet-ps": {"color": OKABE_ITO["yellow"], "marker": "X", "label": "MXNet PS"},
+    "netstorm": {"color": OKABE_ITO["purple"], "marker": "P", "label": "NetStorm"},
 }
-_SPARE = [(OKABE_ITO["purple"], "P"), (OKABE_ITO["yellow"], "X"), (OKABE_ITO["black"], "*")]
+_SPARE = [(OKABE_ITO["purple"], "*"), (OKABE_ITO["yellow"], "h"), (OKABE_ITO["black"], "*")]
 SCHEME_ORDER = list(SCHEME_STYLE)
 
 COLUMN_WIDTH_IN = 3.5

@@ -32,7 +32,7 @@ import yaml
 SEED_POLICIES = ("fixed", "per-repetition")
 MODES = ("product", "zip")
 FIGURE_KINDS = ("speedup", "metric", "wan_bytes", "scaling", "cdf", "goodput_time", "accuracy_time",
-                "fidelity")
+                "fidelity", "bars")
 KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "repetitions", "seeds", "quick",
               "figures", "output", "description", "target_accuracy", "warmup_iterations"}
 QUICK_KEYS = {"axes", "repetitions", "set"}

@@ -209,3 +209,23 @@ def test_measured_against_model_figure():
     pts = {tuple(np.round(c.lines[0].get_xydata()[0], 3)) for c in ax.containers}
     assert pts == {(1.0, 2.005), (0.5, 0.555)}                   # model on x, measured mean on y
     assert ax.get_xlim() == ax.get_ylim() and ax.get_xlim()[1] == pytest.approx(2.01 * 1.1)   # the largest value, with room
+
+
+def test_bars_over_a_categorical_axis_with_paired_speedups():
+    sched = {"min_mbps": 20, "max_mbps": 155, "every_s": 3}
+    t = {("mxnet-ps", None): 2.0, ("netstorm", None): 0.5, ("mxnet-ps", "d"): 3.0, ("netstorm", "d"): 1.0}
+    rows = [{"status": "ok", "scheme": s, "repetition": r, "wan.bandwidth_schedule": v,
+             "iteration_period_s": t[(s, None if v is None else "d")] * (1 + 0.1 * r), "time_dilation": 20.0}
+            for s in ("mxnet-ps", "netstorm") for v in (None, sched) for r in (0, 1, 2)]
+    fig = F.fig_bars(rows, ["wan.bandwidth_schedule"], "wan.bandwidth_schedule", [None, sched],
+                     ["static", "dynamic"], baseline="mxnet-ps")
+    ax = fig.axes[0]
+    assert [x.get_text() for x in ax.get_xticklabels()] == ["static", "dynamic"]
+    assert ax.get_ylabel() == "Speedup over MXNet PS"
+    assert legend_texts(ax) == ["MXNet PS (baseline)", "NetStorm"]
+    # paired by repetition: the (1 + 0.1 r) factor cancels, so 4 and 3 exactly, zero interval
+    assert [p.get_height() for p in ax.patches] == pytest.approx([4.0, 3.0])
+    assert any("time dilation s = 20" in x.get_text() for x in ax.texts)
+    fig = F.fig_bars(rows, ["wan.bandwidth_schedule"], "wan.bandwidth_schedule", [None, sched],
+                     ["static", "dynamic"])
+    assert [round(p.get_height(), 6) for p in fig.axes[0].patches] == [2.2, 3.3, 0.55, 1.1]
