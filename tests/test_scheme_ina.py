@@ -141,3 +141,18 @@ def test_k_option_must_match_the_program(tmp_path):
     g = dilate_graph(build_graph(scn, prefix="u"))
     with pytest.raises(ValueError, match="AGG_K=32"):
         configs(scn, g, InaOptions(k=64), tmp_path)
+
+
+def test_timeouts_stay_ordered_at_high_time_dilation(tmp_path):
+    # at s = 20 the first RTO (1 s real-world) is 20 emulated seconds: the ceiling must
+    # follow (it was a fixed 10 s and every worker refused its configuration)
+    from workers.ina_client import ClientConfig
+    from workers.rtt import RttEstimator
+    scn = scenario().model_copy(update={"time_dilation": 20.0})
+    g = dilate_graph(build_graph(scn, prefix="u"))
+    _, cfgs = configs(scn, g, InaOptions(window=128, root="a"), tmp_path)
+    for c in cfgs.values():
+        cl = c["comm"]["client"]
+        assert cl["initial_rto"] == pytest.approx(20.0) and cl["max_rto"] == pytest.approx(200.0)
+        RttEstimator(cl["initial_rto"], cl["min_rto"], cl["max_rto"])   # would raise if out of order
+        assert ClientConfig(**cl).max_rto == pytest.approx(200.0)

@@ -86,14 +86,20 @@ def check_program(scenario) -> None:
                          "p4/aggregation.p4 is chosen) or set it to p4/aggregation.p4")
 
 
+MAX_RTO_S = 10.0   # real-world seconds: the backed-off timeout's ceiling (workers/rtt.py's default)
+
+
 def client_config(graph, scenario, tree, o: InaOptions, host: str, k: int) -> dict:
     """One worker's ClientConfig fields; timeouts in emulated seconds, never below the
     tree's longest round trip + the margin (rto_floor_ms)."""
     s = scenario.time_dilation
     floor_s = rto_floor_ms(o, graph, tree) / 1000.0
+    initial = max(o.timeout_ms * s / 1000.0, floor_s)
     return asdict(ClientConfig.for_worker(
-        tree, host, k=k, initial_rto=max(o.timeout_ms * s / 1000.0, floor_s),
+        tree, host, k=k, initial_rto=initial,
         min_rto=max(min(o.min_rto_ms, o.timeout_ms * s) / 1000.0, floor_s),
+        # the ceiling is real-world time too (10 s), else s > 10 puts it below the first RTO
+        max_rto=max(MAX_RTO_S * s, initial),
         max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control,
         congestion_law=o.congestion_law, time_dilation=s))
 
