@@ -521,3 +521,13 @@ def test_choose_path_bounds_and_errors():
         choose_path((), {})
     with pytest.raises(ValueError):
         choose_path(((0,),), {})
+
+
+def test_path_enumeration_is_refused_where_it_would_not_finish():
+    from schemes.netstorm.policy import check_enumerable
+    nine = {0: {1, 2}, 1: {0, 2, 4}, 2: {0, 1, 3}, 3: {2, 4, 5}, 4: {1, 3, 6}, 5: {3, 6, 7, 8},
+            6: {4, 5, 7}, 7: {5, 6, 8}, 8: {5, 7}}
+    assert 0 < check_enumerable({k: frozenset(v) for k, v in nine.items()}) < 5000
+    mesh = {i: frozenset(set(range(12)) - {i}) for i in range(12)}
+    with pytest.raises(ValueError, match="sparser WAN"):
+        check_enumerable(mesh)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import schemes.netstorm.policy as pol
 from schemes import model as M
 from schemes.base import Plan, Server, datacenter_index
 from schemes.netstorm.options import NetstormOptions
@@ -38,6 +39,7 @@ def plan(graph, scenario, o: NetstormOptions) -> Plan:
     dcs, adj, rates = overlay(graph)
     if len(dcs) < 2:
         raise ValueError("netstorm needs at least 2 datacenters with hosts")
+    pol.check_enumerable(adj)
     ip = lambda h: graph.nodes[h]["ip"]
     srv = {i: by_dc[d][0] for i, d in enumerate(dcs)}
     sched_i = dcs.index(datacenter_index(graph, o.scheduler_dc, "scheduler_dc"))

@@ -99,6 +99,27 @@ def simple_paths(adj: Adjacency, src: int, dst: int) -> list[Path]:
     return [p for p in _paths_from(adj, src) if p[-1] == dst]
 
 
+MAX_SIMPLE_PATHS = 200_000   # the scheduler enumerates every simple path at each plan (as
+                             # the authors' find_trace); 200,000 take ~1 s in Python
+
+
+def check_enumerable(adj: Adjacency, limit: int = MAX_SIMPLE_PATHS) -> int:
+    """The number of simple paths the scheduler will enumerate (from every source), or a
+    ValueError saying what to do when there are more than `limit` (a full mesh of 9
+    datacenters has ~1M, of 12 about 10^9: the authors' WAN, 9 nodes and 13 links, ~900)."""
+    n = 0
+    for src in sorted(adj):
+        for _ in _paths_from(adj, src):
+            n += 1
+            if n > limit:
+                raise ValueError(
+                    f"netstorm enumerates every simple path between datacenters, as the authors' "
+                    f"scheduler does, and this WAN has more than {limit:,} ({len(adj)} datacenters, "
+                    f"{sum(len(v) for v in adj.values()) // 2} links): give a sparser WAN "
+                    f"(wan.topology: edges, ring or star) or fewer datacenters")
+    return n
+
+
 # ---- routes ------------------------------------------------------------------------------
 
 def _interior(path: Path) -> frozenset[int]:
