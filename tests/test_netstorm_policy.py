@@ -531,3 +531,18 @@ def test_path_enumeration_is_refused_where_it_would_not_finish():
     mesh = {i: frozenset(set(range(12)) - {i}) for i in range(12)}
     with pytest.raises(ValueError, match="sparser WAN"):
         check_enumerable(mesh)
+
+
+def test_the_model_plans_with_each_directions_rate():
+    import networkx as nx
+    from schemes.netstorm.plan import overlay
+    g = nx.Graph(dilated=1.0)
+    for d in (1, 2, 3):
+        g.add_node(f"g{d}", role="gateway", dc_index=d)
+        g.add_node(f"h{d}", role="host", dc_index=d, worker_index=d - 1, ip=f"10.{d}.1.1")
+        g.add_edge(f"h{d}", f"g{d}", kind="access", bandwidth_mbps=1000)
+    g.add_edge("g1", "g2", kind="wan", bandwidth_mbps=100, direction_mbps={"g1": 20})
+    g.add_edge("g2", "g3", kind="wan", bandwidth_mbps=50)
+    dcs, adj, rates = overlay(g)
+    assert dcs == [1, 2, 3] and adj == {0: frozenset({1}), 1: frozenset({0, 2}), 2: frozenset({1})}
+    assert sorted(rates) == [(0, 1, 20.0), (1, 0, 100.0), (1, 2, 50.0), (2, 1, 50.0)]

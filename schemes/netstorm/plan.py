@@ -29,8 +29,10 @@ def overlay(graph) -> tuple[list[int], dict[int, frozenset[int]], list[tuple[int
         a, b = pos[graph.nodes[u]["dc_index"]], pos[graph.nodes[v]["dc_index"]]
         adj[a].add(b)
         adj[b].add(a)
-        mbps = float(graph.edges[u, v]["bandwidth_mbps"]) * s
-        rates += [(a, b, mbps), (b, a, mbps)]
+        e = graph.edges[u, v]
+        per = e.get("direction_mbps") or {}   # a step of a per-direction schedule (model)
+        rates += [(a, b, float(per.get(u, e["bandwidth_mbps"])) * s),
+                  (b, a, float(per.get(v, e["bandwidth_mbps"])) * s)]
     return dcs, {i: frozenset(n) for i, n in adj.items()}, rates
 
 
