@@ -26,6 +26,7 @@ from schemes.netstorm.awareness import ThroughputMatrix
 from schemes.netstorm.wire import (CHECKIN, DONE, FAIL, GO, POLICY, ROUTES, SPEED, STOP, ProtocolError,
                                    decode_json, encode_json)
 from workers import framing as fr
+from workers.process import serve_and_report
 
 
 class SchedulerCore:
@@ -207,15 +208,7 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="JSON written by schemes/netstorm/plan.py")
     a = ap.parse_args(argv)
-    t0 = time.monotonic()
-    try:
-        stats = serve(json.loads(a.config))
-    except (fr.PeerError, ProtocolError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    stats["elapsed_s"] = round(time.monotonic() - t0, 3)
-    print(json.dumps(stats), flush=True)
-    return 0
+    return serve_and_report(lambda: serve(json.loads(a.config)), (fr.PeerError, ProtocolError, ValueError))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from schemes.netstorm.wire import (CHECKIN, DONE, GO, MSG, MSG_BODY, PEER_HELLO,
                                    RECV_REPLY, ROUTES, SPEED, STOP, FAIL, Header, ProtocolError,
                                    decode_json, encode_json)
 from workers import framing as fr
+from workers.process import serve_and_report
 
 
 class NetstormServer:
@@ -326,15 +327,8 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="JSON written by schemes/netstorm/plan.py")
     a = ap.parse_args(argv)
-    t0 = time.monotonic()
-    try:
-        stats = NetstormServer(json.loads(a.config)).serve()
-    except (fr.PeerError, ProtocolError, ValueError, socket.error) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    stats["elapsed_s"] = round(time.monotonic() - t0, 3)
-    print(json.dumps(stats), flush=True)
-    return 0
+    return serve_and_report(lambda: NetstormServer(json.loads(a.config)).serve(),
+                            (fr.PeerError, ProtocolError, ValueError, socket.error))
 
 
 if __name__ == "__main__":

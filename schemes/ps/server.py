@@ -26,6 +26,7 @@ import time
 
 from workers import framing as fr
 from workers.framing import sum_in_order
+from workers.process import serve_and_report
 
 class _Failure:
     def __init__(self, error: BaseException):
@@ -230,17 +231,9 @@ def main(argv=None) -> int:
     ap.add_argument("--accept-timeout", type=float, default=None,
                     help="seconds to wait for all children to connect (default: --timeout)")
     a = ap.parse_args(argv)
-    t0 = time.monotonic()
-    try:
-        srv = AggregationServer(a.host, a.port, a.children, a.timeout, a.upstream, a.rank, a.name,
-                                a.accept_timeout)
-        stats = srv.serve()
-    except (fr.PeerError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    stats["elapsed_s"] = round(time.monotonic() - t0, 3)
-    print(json.dumps(stats), flush=True)
-    return 0
+    return serve_and_report(lambda: AggregationServer(a.host, a.port, a.children, a.timeout, a.upstream,
+                                                      a.rank, a.name, a.accept_timeout).serve(),
+                            (fr.PeerError, ValueError))
 
 
 if __name__ == "__main__":
