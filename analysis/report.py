@@ -112,6 +112,9 @@ class SweepReport:
     def baseline(self, wanted: str | None = None) -> str | None:
         if wanted:
             return wanted
+        named = next((f.get("baseline") for f in (self.spec.get("figures") or []) if f.get("baseline")), None)
+        if named in self.schemes:    # the sweep file's own choice, for the table too
+            return named
         return "ps" if "ps" in self.schemes else (self.schemes[0] if self.schemes else None)
 
     def run(self, row: dict) -> RunData | None:
@@ -142,6 +145,15 @@ class SweepReport:
                     out.append(r)
                     break
         return out
+
+    def pair_axes(self) -> list[str]:
+        """The axes a speedup pairs rows on: every axis but the scheme and those zipped with
+        it (zip mode, scheme not crossed: e.g. per-scheme scheme_options), which belong to
+        the scheme and so differ between the scheme and its baseline by design."""
+        zipped = self.spec.get("mode") == "zip" and "scheme" in self.axes and \
+            "scheme" not in (self.spec.get("cross") or [])
+        cross = set(self.spec.get("cross") or [])
+        return [a for a in self.axes if a != "scheme" and not (zipped and a not in cross)]
 
     def dilation(self) -> float | None:
         return F._dilation(self.ok)
@@ -201,7 +213,7 @@ class SweepReport:
             if base is None or len(self.schemes) < 2:
                 return None
             # pair on the axes, with list-valued axes standing for their derived column
-            pair_axes = [a for a in self.axes if a != "scheme"]
+            pair_axes = self.pair_axes()
             name = f"speedup_vs_{_slug(x)}" if kind == "speedup" else f"scaling_{_slug(x)}"
             return FigureJob(name, f"Speedup over {scheme_style(base)['label']} in "
                              f"{'time to accuracy' if metric.startswith('time_to') else 'time per iteration'} "
@@ -266,7 +278,7 @@ class SweepReport:
         labels = spec.get("labels") or [_fmt_axis(c) for c in cats]
         base = self.baseline(spec.get("baseline")) if spec.get("baseline") else None
         y = spec.get("y", TIME_PER_ITERATION)
-        pair_axes = [a for a in self.axes if a != "scheme"]
+        pair_axes = self.pair_axes()
         what = f"speedup over {scheme_style(base)['label']} in {F.label(y).lower()}" if base else F.label(y)
         name = f"{'speedup' if base else _slug(y)}_by_{_slug(x)}"
         return FigureJob(name, f"{what[:1].upper() + what[1:]} by {', '.join(labels)}, a bar per scheme "
@@ -312,7 +324,7 @@ class SweepReport:
         base = self.baseline()
         sp = {}
         if base and len(self.schemes) > 1:
-            for r in F.speedup_rows(self.ok, axes, base):
+            for r in F.speedup_rows(self.ok, self.pair_axes(), base):
                 sp.setdefault(tuple(json.dumps(r.get(a)) for a in axes), []).append(r["speedup"])
         groups: dict[tuple, list[dict]] = {}
         for r in self.rows:

@@ -6,6 +6,7 @@ from pathlib import Path
 import matplotlib.colors as mcolors
 import numpy as np
 import pytest
+import yaml
 
 from analysis import figures as F
 from analysis.report import ReportError, SweepReport, load_table, make_report, run_jobs
@@ -229,3 +230,20 @@ def test_bars_over_a_categorical_axis_with_paired_speedups():
     fig = F.fig_bars(rows, ["wan.bandwidth_schedule"], "wan.bandwidth_schedule", [None, sched],
                      ["static", "dynamic"])
     assert [round(p.get_height(), 6) for p in fig.axes[0].patches] == [2.2, 3.3, 0.55, 1.1]
+
+
+def test_speedups_pair_across_per_scheme_options_of_a_zip_sweep(tmp_path):
+    # scheme_options zipped with scheme belong to the scheme: pairing on them would leave
+    # every scheme without a baseline row
+    from analysis.report import SweepReport as Report
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({
+        "axes": {"scheme": ["mxnet-ps", "netstorm"], "scheme_options": [{}, {"block_values": 8}],
+                 "wan.bandwidth_schedule": [None, {"every_s": 2}]},
+        "mode": "zip", "cross": ["wan.bandwidth_schedule"],
+        "figures": [{"kind": "bars", "x": "wan.bandwidth_schedule", "baseline": "mxnet-ps"}]}))
+    rep = Report.__new__(Report)
+    rep.spec = yaml.safe_load((tmp_path / "sweep.yaml").read_text())
+    rep.axes = list(rep.spec["axes"])
+    rep.schemes = ["mxnet-ps", "netstorm"]
+    assert rep.pair_axes() == ["wan.bandwidth_schedule"]
+    assert rep.baseline() == "mxnet-ps"
