@@ -130,11 +130,11 @@ class SweepReport:
         return self._runs[rd]
 
     def representative(self, fixed: dict | None = None) -> list[dict]:
-        """One ok row per scheme: repetition 0 and, for every other axis, its first value
-        (or the value in `fixed`)."""
+        """One ok row per scheme: repetition 0 and, for every other axis (but those zipped
+        with the scheme), its first value (or the value in `fixed`)."""
         fixed = dict(fixed or {})
-        for a in self.axes:
-            if a != "scheme" and a not in fixed:
+        for a in self.pair_axes():           # axes zipped with the scheme follow it
+            if a not in fixed:
                 first = next((r.get(a) for r in self.rows if r.get(a) is not None), None)
                 fixed[a] = first
         out = []
