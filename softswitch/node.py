@@ -105,6 +105,7 @@ class ProcessSwitch(Switch):
         self.program = os.path.abspath(program)
         self.device_id = next(self._device_ids) if device_id is None else device_id
         self.thrift_port = thrift_port
+        self._chosen_port = thrift_port is None   # ours to change if someone takes it first
         # The PID in the default name keeps two networks with an "s1" on one machine apart.
         self.log_file = log_file or os.path.join(tempfile.gettempdir(), f"{name}.{os.getpid()}.switch.log")
         self.pcap_dir = pcap_dir
@@ -152,10 +153,22 @@ class ProcessSwitch(Switch):
                                          env=env, cwd=REPO_ROOT, start_new_session=True,
                                          preexec_fn=_die_with_parent)
 
+    PORT_RETRIES = 3
+
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
+        retries = 0
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if self._chosen_port and retries < self.PORT_RETRIES and \
+                        "Address already in use" in log_tail(self.log_file):
+                    # free_tcp_port's port was free when chosen, but another process (a
+                    # switch starting beside this one, a client's ephemeral port) took it
+                    # before the switch bound it: choose again
+                    retries += 1
+                    self.thrift_port = free_tcp_port()
+                    self.launch()
+                    continue
                 raise SwitchStartError(
                     f"{self.name}: switch process exited with code {self.proc.returncode} before serving "
                     f"its control port {self.thrift_port}. Log {self.log_file} ends with:\n{log_tail(self.log_file)}")

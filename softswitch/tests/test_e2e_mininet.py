@@ -288,6 +288,40 @@ def test_bad_program_fails_start_with_the_log_tail(netctl, tmp_path):
     assert net["xs9"].proc.poll() == 1
 
 
+def test_a_control_port_taken_before_the_switch_binds_it_is_chosen_again(netctl, monkeypatch):
+    """free_tcp_port's choice can be taken by another process before the switch binds it
+    (seen in a 9-datacenter sweep): the switch starts on a new port instead of failing."""
+    import socket
+
+    from mininet.link import Link
+    from mininet.net import Mininet
+    from mininet.node import Host
+
+    from softswitch import node as sn
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen(1)
+    taken = squatter.getsockname()[1]
+    real, calls = sn.free_tcp_port, []
+
+    def first_taken():
+        calls.append(1)
+        return taken if len(calls) == 1 else real()
+    monkeypatch.setattr(sn, "free_tcp_port", first_taken)
+    net = Mininet(topo=None, controller=None, link=Link, build=False, autoSetMacs=False,
+                  autoStaticArp=False, waitConnected=False)
+    netctl["nets"].append(net)
+    net.addSwitch("xs8", cls=sn.SoftSwitch)
+    net.addHost("xh8", cls=Host)
+    net.addLink("xh8", "xs8", port2=1)
+    net.build()
+    try:
+        net.start()
+        assert len(calls) == 2 and net["xs8"].thrift_port != taken and net["xs8"].healthy()
+    finally:
+        squatter.close()
+
+
 def test_switch_dies_with_the_process_that_started_it(tmp_path):
     """A SIGKILLed Mininet script must not leave its switch processes running."""
     script = tmp_path / "script.py"
