@@ -11,7 +11,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from schemes.netstorm.engine import CheckIn, DcEngine, Deliver, Send, tree_children
+from schemes.netstorm.engine import CheckIn, DcEngine, Deliver, Send
 from schemes.netstorm.wire import Header, ProtocolError
 
 
@@ -148,10 +148,6 @@ def test_blocks_need_not_align_with_chunks_and_one_chunk_spans_roots():
     results, exact, _ = run_overlay(g, {0: 1, 1: 1, 2: 3}, 100, 64, pols, 1, seed=0)
     for (d, t), got in results.items():
         np.testing.assert_allclose(got, exact[t], rtol=1e-5, atol=1e-5)
-
-
-def test_tree_children():
-    assert tree_children({0: None, 1: 0, 2: 0, 3: 1}) == {0: (1, 2), 1: (3,)}
 
 
 # ---------------------------------------------------------------- protocol errors

@@ -137,6 +137,11 @@ class ThroughputMatrix:
     def tps(self) -> dict[tuple[int, int], float]:
         return dict(self._now)
 
+    @property
+    def planned(self) -> dict[tuple[int, int], float]:
+        """The matrix the current plan was made from (reports since then are in tps)."""
+        return dict(self._planned)
+
     def report(self, i: int, j: int, speed: float) -> bool:
         """Speed of link i->j (measured by i's meter). Non-positive or non-finite speeds are
         ignored (ProcessSpeedReportCommand skips 0 entries; a server never sends them).

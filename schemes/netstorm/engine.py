@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+import schemes.netstorm.policy as pol
 from schemes.netstorm.wire import Header, ProtocolError
 from workers.framing import chunk_bounds, sum_in_order
 
@@ -53,15 +54,6 @@ class Deliver:
 class CheckIn:
     """This datacenter's workers started `iteration`: tell the scheduler (the barrier)."""
     iteration: int
-
-
-def tree_children(parents: dict) -> dict[int, tuple[int, ...]]:
-    """node -> its children (ascending) in a tree given as node -> parent (root -> None)."""
-    kids: dict[int, list[int]] = {}
-    for node, parent in parents.items():
-        if parent is not None:
-            kids.setdefault(int(parent), []).append(int(node))
-    return {n: tuple(sorted(k)) for n, k in kids.items()}
 
 
 @dataclass
@@ -214,7 +206,7 @@ class DcEngine:
                     raise ProtocolError(f"policy {policy.version}: datacenter {self.me} is not in "
                                         f"root {root}'s tree")
                 parent[int(root)] = parents[self.me]
-                kids[int(root)] = tree_children(parents).get(self.me, ())
+                kids[int(root)] = pol.children(parents).get(self.me, ())
             chunk_blocks: list[list[int]] = [[] for _ in self.chunks]
             for b, (root, lo, hi) in enumerate(blocks):
                 if root not in parent:

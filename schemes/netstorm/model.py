@@ -18,13 +18,13 @@ from schemes import model as M
 import schemes.netstorm.policy as pol
 from schemes.netstorm.options import NetstormOptions
 from schemes.netstorm.plan import overlay, plan
-from schemes.netstorm.wire import _FIXED
+from schemes.netstorm.wire import HEADER_FIELDS
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
 
 
 def message_bytes(values: int, hops: int) -> int:
     """A routed message on the wire (payload of TCP): header frame + body frame."""
-    return HEADER.size + 8 * (_FIXED + hops + 1) + HEADER.size + 4 * values
+    return HEADER.size + 8 * (HEADER_FIELDS + hops + 1) + HEADER.size + 4 * values
 
 
 def configured_policy(graph, scenario, o: NetstormOptions) -> pol.Policy:

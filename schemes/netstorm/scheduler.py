@@ -111,8 +111,7 @@ def _failure_report(events: queue.Queue, dc: int, kind, tag, arr, grace_s: float
     return "scheduler: " + "; ".join(first) + (f" (then: {'; '.join(rest)})" if rest else "")
 
 
-def _initial_tps(cfg: dict) -> dict:
-    adj = {int(k): frozenset(v) for k, v in cfg["adj"].items()}
+def _initial_tps(cfg: dict, adj: dict) -> dict:
     configured = {(int(i), int(j)): float(v) for i, j, v in cfg["configured_mbps"]}
     return pol.initial_tps(adj, cfg["options"]["initial_throughput"],
                            seed=cfg["options"]["uninformed_seed"], configured=configured)
@@ -121,7 +120,7 @@ def _initial_tps(cfg: dict) -> dict:
 def serve(cfg: dict) -> dict:
     o = cfg["options"]
     adj = {int(k): frozenset(int(x) for x in v) for k, v in cfg["adj"].items()}
-    core = SchedulerCore(adj, _initial_tps(cfg), total=cfg["total"], block=o["block_values"],
+    core = SchedulerCore(adj, _initial_tps(cfg, adj), total=cfg["total"], block=o["block_values"],
                          roots=o["roots"], multipath=o["multipath"], update_rate=o["update_rate"],
                          awareness=o["awareness"])
     period = o["check_period_s"] * cfg["time_dilation"]
@@ -195,7 +194,8 @@ def serve(cfg: dict) -> dict:
                 "policy_by_iteration": core.released_at, "final_version": core.policy.version,
                 "final_roots": {str(k): v for k, v in core.policy.roots.items()},
                 "final_primary": {f"{i}-{j}": list(p[0]) for (i, j), p in core.policy.routes.items()},
-                "final_tps_mbps": {f"{i}-{j}": round(v, 3) for (i, j), v in core.matrix.tps.items()}}
+                "final_tps_mbps": {f"{i}-{j}": round(v, 3) for (i, j), v in core.matrix.tps.items()},
+                "final_plan_tps_mbps": {f"{i}-{j}": v for (i, j), v in core.matrix.planned.items()}}
     finally:
         stopping.set()
         lsock.close()

@@ -36,7 +36,7 @@ PEER_HELLO, MSG, MSG_BODY, RECV_REPLY = 16, 17, 18, 19
 CHECKIN, POLICY, GO, ROUTES, SPEED, DONE, STOP, FAIL = 20, 21, 22, 23, 24, 25, 26, 27
 
 MAX_PATH = 64          # hops a header may carry (the overlay has at most 254 datacenters)
-_FIXED = 9             # int64 fields before the path
+HEADER_FIELDS = 9             # int64 fields before the path
 
 
 class ProtocolError(ValueError):
@@ -78,11 +78,11 @@ class Header:
     def unpack(arr: np.ndarray, me: int, prev: int) -> "Header":
         """Parse and check a header that `prev` sent to `me`; ProtocolError names what is wrong."""
         a = np.asarray(arr)
-        if a.dtype != np.int64 or a.ndim != 1 or a.size < _FIXED:
+        if a.dtype != np.int64 or a.ndim != 1 or a.size < HEADER_FIELDS:
             raise ProtocolError(f"malformed message header from datacenter {prev} "
                                 f"({a.size} values of {a.dtype})")
-        it, block, root, down, version, msg_id, values, n, _ = (int(x) for x in a[:_FIXED])
-        path = tuple(int(x) for x in a[_FIXED:])
+        it, block, root, down, version, msg_id, values, n, _ = (int(x) for x in a[:HEADER_FIELDS])
+        path = tuple(int(x) for x in a[HEADER_FIELDS:])
         if not 2 <= n <= MAX_PATH or len(path) != n or len(set(path)) != n:
             raise ProtocolError(f"message from datacenter {prev}: bad path {path} (length {n})")
         if me not in path or path.index(me) == 0 or path[path.index(me) - 1] != prev:
@@ -90,7 +90,7 @@ class Header:
                                 f"reach datacenter {me} from {prev}")
         if min(it, block, root, version, msg_id, values) < 0 or down not in (0, 1):
             raise ProtocolError(f"message from datacenter {prev}: negative or bad field in "
-                                f"{a[:_FIXED].tolist()}")
+                                f"{a[:HEADER_FIELDS].tolist()}")
         return Header(it, block, root, bool(down), version, msg_id, values, path)
 
 
