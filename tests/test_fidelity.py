@@ -83,11 +83,11 @@ def iperf(env, args: str, port: int) -> tuple[dict, dict]:
             server.wait()
 
 
-def steady_rate_mbps(server_doc: dict) -> float:
-    """Receiver-side payload rate over the whole-second intervals, without the first one
-    (queue filling, slow start) and the last, partial one."""
+def steady_rate_mbps(server_doc: dict, skip: int = 1) -> float:
+    """Receiver-side payload rate over the whole-second intervals, without the first `skip`
+    ones (queue filling, slow start, loss recovery) and the last, partial one."""
     ivs = [iv["sum"] for iv in server_doc["intervals"]]
-    mid = [s for s in ivs[1:] if s["seconds"] > 0.9]
+    mid = [s for s in ivs[skip:] if s["seconds"] > 0.9]
     assert len(mid) >= 3, ivs
     return sum(s["bytes"] for s in mid) * 8 / sum(s["seconds"] for s in mid) / 1e6
 
@@ -118,13 +118,21 @@ def test_udp_goodput_is_the_bottleneck_rate(wan):
     assert got == pytest.approx(WAN_MBPS, rel=0.10)
 
 
+# TCP payload per wire byte: 1448 of a 1514-byte frame (MSS with timestamps; htb counts
+# the Ethernet header), so a saturated 8 Mbps link carries 7.65 Mbps of payload.
+TCP_PAYLOAD_SHARE = 1448 / 1514
+
+
 def test_tcp_goodput_is_the_bottleneck_rate(wan):
-    doc, server = iperf(wan, "-t 8", 5302)
-    got = steady_rate_mbps(server)
+    doc, server = iperf(wan, "-t 10", 5302)
+    # slow start overshoots the queue and drops ~200 segments; at a 150 ms RTT the
+    # recovery and the receiver's catch-up burst span seconds 2-3, so they are skipped
+    got = steady_rate_mbps(server, skip=3)
     print(f"TCP: {got:.2f} Mbps over a {WAN_MBPS} Mbps WAN (whole test incl. slow start "
           f"{doc['end']['sum_received']['bits_per_second'] / 1e6:.2f}), retransmits "
-          f"{doc['end']['sum_sent'].get('retransmits')}")
-    assert got == pytest.approx(WAN_MBPS, rel=0.10)
+          f"{doc['end']['sum_sent'].get('retransmits')}, per second "
+          f"{[round(iv['sum']['bits_per_second'] / 1e6, 2) for iv in server['intervals']]}")
+    assert got == pytest.approx(WAN_MBPS * TCP_PAYLOAD_SHARE, rel=0.10)
 
 
 def test_bandwidth_change_mid_run_shows_in_link_counters(wan):
