@@ -78,6 +78,8 @@ def _run_length(scn: Scenario, emulation_limits: bool) -> list[Problem]:
 def _wan(scn: Scenario, emulation_limits: bool) -> list[Problem]:
     found = []
     names = [dc.name for dc in scn.datacenters]
+    if len(names) < MIN_DATACENTERS:   # no WAN to judge: the count is the problem (_datacenter_names)
+        return []
     known = ", ".join(names)
     wan = scn.wan
     hub_ok = True
@@ -110,8 +112,8 @@ def _wan(scn: Scenario, emulation_limits: bool) -> list[Problem]:
         seen.add(pair)
         usable.append((k, e))
     # Where the WAN's shape is judged from names, duplicate names make it ambiguous (the
-    # duplicate is the problem), and fewer than two datacenters have no WAN to judge.
-    shape_ok = len(set(names)) == len(names) and len(names) >= MIN_DATACENTERS
+    # duplicate is the problem).
+    shape_ok = len(set(names)) == len(names)
     if wan.topology == "edges":
         if not wan.edges:
             found.append(Problem("wan.edges", "topology 'edges' needs a list of edges {a, b}"))
@@ -144,6 +146,8 @@ def _connected(scn: Scenario) -> list[Problem]:
 # ---------------------------------------------------------------- stragglers
 def _straggler_datacenters(scn: Scenario, emulation_limits: bool) -> list[Problem]:
     names = [dc.name for dc in scn.datacenters]
+    if not names:   # nothing could be named: the count is the problem (_datacenter_names)
+        return []
     return [Problem(f"stragglers.persistent.{k}.dc", f"unknown datacenter {s.dc!r} "
                                                      f"(datacenters: {', '.join(names)})")
             for k, s in enumerate(scn.stragglers.persistent)

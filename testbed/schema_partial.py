@@ -40,7 +40,7 @@ def valid_part(raw: dict, errors: list[dict]) -> tuple[Scenario, set[str]]:
         if name in whole_bad:
             continue
         if name in broken:
-            part = _partial(info.annotation, raw[name], broken[name])
+            part = _partial(info.annotation, raw.get(name), broken[name])
             if part is not None:
                 values[name], subs = part
                 valid |= {f"{name}.{s}" for s in subs}

@@ -335,7 +335,7 @@ def grouped_problems(checked: list[tuple[str, Point, list[str]]]) -> list[str]:
             names = ", ".join(label for label, _ in having[:MAX_POINTS_NAMED])
             if len(having) > MAX_POINTS_NAMED:
                 names += f" and {len(having) - MAX_POINTS_NAMED} more"
-            lines.append(f"points {names} {common}: {line}")
+            lines.append(f"points {names}{f' {common}' if common else ''}: {line}")
     return lines
 
 
