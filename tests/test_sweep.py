@@ -359,3 +359,11 @@ def test_run_sweep_refuses_with_every_bad_point_before_anything_runs(tmp_path):
         "point p0000-r0 {'wan.default.bandwidth_mbps': -1}", "point p0002-r0 {'wan.default.bandwidth_mbps': 3000}"]
     assert "must be > 0 (got -1)" in e.value.problems[0] and "above the 1000 Mbps" in e.value.problems[1]
     assert runner.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_a_yaml_syntax_error_in_a_sweep_file_is_one_problem_with_its_place(tmp_path):
+    path = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, ring}\n")
+    with pytest.raises(SweepError) as e:
+        load_sweep(path)
+    assert e.value.problems == ["invalid YAML at line 3, column 25: expected ',' or ']', but got '}'"]
+    assert str(e.value) == f"{path}: invalid YAML at line 3, column 25: expected ',' or ']', but got '}}'"
