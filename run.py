@@ -9,7 +9,8 @@
   python3 run.py sweep SWEEP [--resume] [--quick] [--out DIR] [--model]
   python3 run.py plot RESULTS [--format pdf,png]
 
-Errors are one line on stderr, no traceback (set GDML_DEBUG=1 for one).
+Errors are one line on stderr, no traceback (set GDML_DEBUG=1 for one); a scenario or
+sweep file with several problems gives one `error:` line per problem, then their count.
 """
 from __future__ import annotations
 
@@ -146,6 +147,9 @@ def main(argv=None) -> int:
         if os.environ.get("GDML_DEBUG"):
             raise
         msg = str(e).strip().splitlines()
+        if getattr(e, "problems", None):   # every problem of a file (testbed/problems.py)
+            print("\n".join(f"error: {line}" for line in msg), file=sys.stderr)
+            return 1
         first = msg[0] if msg else type(e).__name__
         print(f"error: {first}", file=sys.stderr)
         if len(msg) > 1:   # e.g. a switch's log tail: keep it, it says why

@@ -17,7 +17,9 @@ A sweep file is YAML:
     target_accuracy: 0.8                  # time_to_accuracy_s in the table
     output: results                       # results/<name>[-quick]/
 
-Every problem raises SweepError naming the file and the field, like ScenarioError.
+Every problem of the file is collected and raised at once as one SweepError, one line per
+problem naming the file and the field, like ScenarioError (testbed/problems.py); the
+points' scenarios are checked only once the sweep file itself is valid.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from testbed.problems import FileProblems, Problem, yaml_problem
+
 SEED_POLICIES = ("fixed", "per-repetition")
 MODES = ("product", "zip")
 FIGURE_KINDS = ("speedup", "metric", "wan_bytes", "scaling", "cdf", "goodput_time", "accuracy_time",
@@ -38,12 +42,9 @@ KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "repetitions", "se
 QUICK_KEYS = {"axes", "repetitions", "set"}
 
 
-class SweepError(ValueError):
-    """One clear problem with a sweep file: file, field, what to do."""
-
-    def __init__(self, source: str, field_: str, problem: str):
-        self.source, self.field, self.problem = source, field_, problem
-        super().__init__(f"{source}: {field_ + ': ' if field_ else ''}{problem}")
+class SweepError(FileProblems):
+    """Every problem of a sweep file and of its points' scenarios: `problems` (one line each,
+    field path or point first), str() one line per problem naming the file, then the count."""
 
 
 @dataclass(frozen=True)
@@ -124,113 +125,147 @@ class Sweep:
         return pts
 
 
-def _need(cond: bool, source: str, field_: str, problem: str) -> None:
-    if not cond:
-        raise SweepError(source, field_, problem)
+class _Found:
+    """The problems found so far in one sweep file."""
+
+    def __init__(self):
+        self.problems: list[Problem] = []
+
+    def need(self, cond, field_: str, problem: str) -> bool:
+        if not cond:
+            self.problems.append(Problem(field_, problem))
+        return bool(cond)
 
 
-def _check_set(value, source: str, where: str) -> list[str]:
-    _need(isinstance(value, list) and all(isinstance(s, str) and "=" in s for s in value),
-          source, where, "must be a list of 'field.path=value' strings, e.g. [iterations=20]")
-    return list(value)
+def _check_set(value, found: _Found, where: str) -> list[str]:
+    ok = found.need(isinstance(value, list) and all(isinstance(s, str) and "=" in s for s in value),
+                    where, "must be a list of 'field.path=value' strings, e.g. [iterations=20]")
+    return list(value) if ok else []
 
 
-def _check_axes(axes, source: str, where: str) -> dict[str, list]:
-    _need(isinstance(axes, dict) and axes, source, where,
-          "must be a mapping of field path -> list of values, e.g. {scheme: [ps, geo-ina]}")
+def _check_axes(axes, found: _Found, where: str) -> dict[str, list] | None:
+    """The axes, or None when they are not valid (then nothing that names an axis is judged:
+    which names are axes is not known)."""
+    if not found.need(isinstance(axes, dict) and axes, where, "must be a mapping of field path -> "
+                      "list of values, e.g. {scheme: [ps, geo-ina]}"):
+        return None
+    ok = True
     for k, v in axes.items():
-        _need(isinstance(k, str) and k, source, where, f"axis name {k!r} must be a field path string")
-        _need(isinstance(v, list) and len(v) > 0, source, f"{where}.{k}",
-              f"must be a non-empty list of values (got {v!r})")
-    return {k: list(v) for k, v in axes.items()}
+        ok &= found.need(isinstance(k, str) and k, where, f"axis name {k!r} must be a field path string")
+        ok &= found.need(isinstance(v, list) and len(v) > 0, f"{where}.{k}",
+                         f"must be a non-empty list of values (got {v!r})")
+    return {k: list(v) for k, v in axes.items()} if ok else None
+
+
+def _repetitions(value, found: _Found, where: str) -> None:
+    found.need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, where,
+               f"must be an integer >= 1 (got {value!r})")
 
 
 def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
-    _need(isinstance(raw, dict), source, "", "the top level must be a mapping (name, base, axes, ...)")
-    unknown = set(raw) - KNOWN_KEYS
-    _need(not unknown, source, sorted(unknown)[0] if unknown else "",
-          f"unknown field (known: {', '.join(sorted(KNOWN_KEYS))})")
+    if not isinstance(raw, dict):
+        raise SweepError(source, "", "the top level must be a mapping (name, base, axes, ...)")
+    found = _Found()
+    for key in sorted(set(raw) - KNOWN_KEYS, key=str):
+        found.need(False, str(key), f"unknown field (known: {', '.join(sorted(KNOWN_KEYS))})")
     for key in ("name", "base", "axes"):
-        _need(key in raw, source, key, "required field is missing")
-    name = raw["name"]
-    _need(isinstance(name, str) and name.replace("-", "").replace("_", "").replace(".", "").isalnum(),
-          source, "name", f"use only letters, digits, '_', '.' and '-' (got {name!r})")
-    base = Path(str(raw["base"]))
-    if not base.is_absolute():
-        here = Path(source).parent / base
-        base = here if here.exists() or not base.exists() else base
-    _need(base.exists(), source, "base", f"scenario file {str(base)!r} not found; give a path "
-          f"relative to the sweep file")
-    axes = _check_axes(raw["axes"], source, "axes")
+        found.need(key in raw, key, "required field is missing")
+    name = raw.get("name")
+    if "name" in raw:
+        found.need(isinstance(name, str) and
+                   name.replace("-", "").replace("_", "").replace(".", "").isalnum(),
+                   "name", f"use only letters, digits, '_', '.' and '-' (got {name!r})")
+    base = None
+    if "base" in raw:
+        base = Path(str(raw["base"]))
+        if not base.is_absolute():
+            here = Path(source).parent / base
+            base = here if here.exists() or not base.exists() else base
+        found.need(base.exists(), "base", f"scenario file {str(base)!r} not found; give a path "
+                   f"relative to the sweep file")
+    axes = _check_axes(raw["axes"], found, "axes") if "axes" in raw else None
     mode = raw.get("mode", "product")
-    _need(mode in MODES, source, "mode", f"must be one of {', '.join(MODES)} (got {mode!r})")
-    cross = raw.get("cross", [a for a in ("scheme",) if a in axes])
-    _need(isinstance(cross, list), source, "cross", "must be a list of axis names")
-    for c in cross:
-        _need(c in axes, source, "cross", f"{c!r} is not an axis (axes: {', '.join(axes)})")
+    found.need(mode in MODES, "mode", f"must be one of {', '.join(MODES)} (got {mode!r})")
+    cross = raw.get("cross", [a for a in ("scheme",) if a in (axes or {})])
+    if found.need(isinstance(cross, list), "cross", "must be a list of axis names") and axes is not None:
+        for c in cross:
+            found.need(c in axes, "cross", f"{c!r} is not an axis (axes: {', '.join(axes)})")
     reps = raw.get("repetitions", 1)
-    _need(isinstance(reps, int) and not isinstance(reps, bool) and reps >= 1, source, "repetitions",
-          f"must be an integer >= 1 (got {reps!r})")
+    _repetitions(reps, found, "repetitions")
     seeds = raw.get("seeds", {}) or {}
-    _need(isinstance(seeds, dict) and set(seeds) <= {"policy", "base"}, source, "seeds",
-          "must be a mapping {policy: fixed | per-repetition, base: N}")
-    policy = seeds.get("policy", "fixed")
-    _need(policy in SEED_POLICIES, source, "seeds.policy",
-          f"must be one of {', '.join(SEED_POLICIES)} (got {policy!r})")
-    seed_base = seeds.get("base")
-    _need(seed_base is None or (isinstance(seed_base, int) and not isinstance(seed_base, bool)),
-          source, "seeds.base", f"must be an integer (got {seed_base!r})")
-    fixed = _check_set(raw.get("set", []), source, "set")
+    policy, seed_base = "fixed", None
+    if found.need(isinstance(seeds, dict) and set(seeds) <= {"policy", "base"}, "seeds",
+                  "must be a mapping {policy: fixed | per-repetition, base: N}"):
+        policy = seeds.get("policy", "fixed")
+        found.need(policy in SEED_POLICIES, "seeds.policy",
+                   f"must be one of {', '.join(SEED_POLICIES)} (got {policy!r})")
+        seed_base = seeds.get("base")
+        found.need(seed_base is None or (isinstance(seed_base, int) and not isinstance(seed_base, bool)),
+                   "seeds.base", f"must be an integer (got {seed_base!r})")
+    fixed = _check_set(raw.get("set", []), found, "set")
     figures = raw.get("figures", []) or []
-    _need(isinstance(figures, list), source, "figures", "must be a list of figure specs")
-    for i, f in enumerate(figures):
-        _need(isinstance(f, dict) and f.get("kind") in FIGURE_KINDS, source, f"figures.{i}.kind",
-              f"must be one of {', '.join(FIGURE_KINDS)}")
+    if found.need(isinstance(figures, list), "figures", "must be a list of figure specs"):
+        for i, f in enumerate(figures):
+            found.need(isinstance(f, dict) and f.get("kind") in FIGURE_KINDS, f"figures.{i}.kind",
+                       f"must be one of {', '.join(FIGURE_KINDS)}")
     q = raw.get("quick", {}) or {}
-    _need(isinstance(q, dict) and set(q) <= QUICK_KEYS, source, "quick",
-          f"may only change {', '.join(sorted(QUICK_KEYS))}")
-    sw = Sweep(name=name, source=source, base=base, axes=axes, mode=mode, cross=list(cross),
-               repetitions=reps, seed_policy=policy, seed_base=seed_base, fixed=fixed,
-               figures=figures, output=str(raw.get("output", "results")), quick=q)
+    if found.need(isinstance(q, dict), "quick", "must be a mapping of what --quick changes"):
+        _check_quick(q, axes, found)
     ta = raw.get("target_accuracy")
-    _need(ta is None or (isinstance(ta, (int, float)) and 0 < ta <= 1), source, "target_accuracy",
-          f"must be a fraction in (0, 1] (got {ta!r})")
-    sw.target_accuracy = ta
+    found.need(ta is None or (isinstance(ta, (int, float)) and not isinstance(ta, bool) and 0 < ta <= 1),
+               "target_accuracy", f"must be a fraction in (0, 1] (got {ta!r})")
     # the warm-up is one rule for every table, summary and figure (analysis/measure.py);
     # older sweep files that state it are fine, another value cannot be applied
     from analysis.measure import WARMUP_ITERATIONS
     wu = raw.get("warmup_iterations", WARMUP_ITERATIONS)
-    _need(wu == WARMUP_ITERATIONS and not isinstance(wu, bool), source, "warmup_iterations",
-          f"the warm-up is fixed at {WARMUP_ITERATIONS} iteration(s) for every metric (README, "
-          f"Metrics); remove this field (got {wu!r})")
+    found.need(wu == WARMUP_ITERATIONS and not isinstance(wu, bool), "warmup_iterations",
+               f"the warm-up is fixed at {WARMUP_ITERATIONS} iteration(s) for every metric (README, "
+               f"Metrics); remove this field (got {wu!r})")
+    if found.problems:
+        raise SweepError(source, problems=found.problems)
+    sw = Sweep(name=name, source=source, base=base, axes=axes, mode=mode, cross=list(cross),
+               repetitions=reps, seed_policy=policy, seed_base=seed_base, fixed=fixed,
+               figures=figures, output=str(raw.get("output", "results")), quick=q,
+               target_accuracy=ta)
     if quick:
         sw = apply_quick(sw)
-    _check_shape(sw)
+    shape = _shape_problems(sw)
+    if shape:
+        raise SweepError(source, problems=shape)
     return sw
 
 
-def apply_quick(sw: Sweep) -> Sweep:
-    """The --quick variant: quick.axes replace those axes' values, quick.repetitions the
-    count, quick.set is appended to set."""
-    q, src = sw.quick, sw.source
-    axes = dict(sw.axes)
+def _check_quick(q: dict, axes: dict | None, found: _Found) -> None:
+    """The quick block, whether or not --quick is given: it is part of the file."""
+    found.need(set(q) <= QUICK_KEYS, "quick", f"may only change {', '.join(sorted(QUICK_KEYS))}")
     if "axes" in q:
-        for k, v in _check_axes(q["axes"], src, "quick.axes").items():
-            _need(k in axes, src, f"quick.axes.{k}", f"not an axis of the sweep (axes: {', '.join(axes)})")
-            axes[k] = v
-    reps = q.get("repetitions", sw.repetitions)
-    _need(isinstance(reps, int) and not isinstance(reps, bool) and reps >= 1, src, "quick.repetitions",
-          f"must be an integer >= 1 (got {reps!r})")
-    fixed = sw.fixed + _check_set(q.get("set", []), src, "quick.set")
-    return replace(sw, axes=axes, repetitions=reps, fixed=fixed, is_quick=True)
+        quick_axes = _check_axes(q["axes"], found, "quick.axes")
+        if quick_axes is not None and axes is not None:
+            for k in quick_axes:
+                found.need(k in axes, f"quick.axes.{k}", f"not an axis of the sweep (axes: "
+                           f"{', '.join(axes)})")
+    if "repetitions" in q:
+        _repetitions(q["repetitions"], found, "quick.repetitions")
+    _check_set(q.get("set", []), found, "quick.set")
 
 
-def _check_shape(sw: Sweep) -> None:
+def apply_quick(sw: Sweep) -> Sweep:
+    """The --quick variant (parse_sweep checked the quick block): quick.axes replace those
+    axes' values, quick.repetitions the count, quick.set is appended to set."""
+    q = sw.quick
+    axes = {**sw.axes, **{k: list(v) for k, v in q.get("axes", {}).items()}}
+    return replace(sw, axes=axes, repetitions=q.get("repetitions", sw.repetitions),
+                   fixed=sw.fixed + list(q.get("set", [])), is_quick=True)
+
+
+def _shape_problems(sw: Sweep) -> list[Problem]:
     if sw.mode == "zip":
         lens = {k: len(v) for k, v in sw.axes.items() if k not in sw.cross}
-        _need(len(set(lens.values())) <= 1, sw.source, "axes",
-              f"mode zip needs equal-length axes (got {lens}); use mode: product or list the "
-              f"axes to cross in `cross`")
+        if len(set(lens.values())) > 1:
+            return [Problem("quick.axes" if sw.is_quick else "axes",
+                            f"mode zip needs equal-length axes (got {lens}); use mode: product or "
+                            f"list the axes to cross in `cross`")]
+    return []
 
 
 def load_sweep(path, quick: bool = False) -> Sweep:
@@ -242,31 +277,75 @@ def load_sweep(path, quick: bool = False) -> Sweep:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise SweepError(source, "", f"invalid YAML: {getattr(e, 'problem', e)}") from None
+        raise SweepError(source, "", yaml_problem(e)) from None
     return parse_sweep(raw, source, quick=quick)
 
 
-def check_points_valid(sw: Sweep, points: list[Point], topology: bool = False) -> None:
-    """Every point's scenario must load (and with `topology`, its graph build) before the
-    first run starts (a typo in an axis should not surface an hour in)."""
+# ---------------------------------------------------------------- the points' scenarios
+def point_problems(sw: Sweep, points: list[Point], topology: bool = False,
+                   seen: set[str] | None = None) -> list[tuple[Point, list[str]]]:
+    """Each distinct point (repetitions differ only by seed) with its scenario's problems,
+    each naming the base scenario file; with `topology`, the graph build's too (only of a
+    scenario that loads: the build reads every field). seen: scenarios already checked
+    (shared across calls: the quick variant repeats the full sweep's points)."""
     from testbed.scenario import ScenarioError, load_scenario
-    seen = set()
+    out, seen = [], set() if seen is None else seen
     for p in points:
-        k = json.dumps(p.params, sort_keys=True)
+        k = json.dumps([sw.fixed, p.params], sort_keys=True)
         if k in seen:
             continue
         seen.add(k)
-        where = f"point {p.point_id} {p.params}"
         try:
             scn = load_scenario(sw.base, sw.fixed + p.overrides())
         except ScenarioError as e:
-            raise SweepError(sw.source, where, str(e)) from None
+            out.append((p, [f"{e.source}: {line}" for line in e.problems]))
+            continue
+        problems = []
         if topology:
             from topologies.graph import build_graph
             try:
                 build_graph(scn)
             except ValueError as e:
-                raise SweepError(sw.source, where, str(e)) from None
+                problems.append(f"{sw.base}: {e}")
+        out.append((p, problems))
+    return out
+
+
+MAX_POINTS_NAMED = 5
+
+
+def grouped_problems(checked: list[tuple[str, Point, list[str]]]) -> list[str]:
+    """One line per distinct problem of the points (label, point, problems): `every point:`
+    when all share it (a problem of the base scenario, or of `set`), else the point, or the
+    points with the axis values they have in common (most likely its cause)."""
+    where: dict[str, list[tuple[str, Point]]] = {}
+    for label, p, problems in checked:
+        for line in problems:
+            where.setdefault(line, []).append((label, p))
+    lines = []
+    for line, having in where.items():
+        if len(having) == len(checked) > 1:
+            lines.append(f"every point: {line}")
+        elif len(having) == 1:
+            label, p = having[0]
+            lines.append(f"point {label} {p.params}: {line}")
+        else:
+            first = having[0][1].params
+            common = {k: v for k, v in first.items() if all(p.params.get(k) == v for _, p in having)}
+            names = ", ".join(label for label, _ in having[:MAX_POINTS_NAMED])
+            if len(having) > MAX_POINTS_NAMED:
+                names += f" and {len(having) - MAX_POINTS_NAMED} more"
+            lines.append(f"points {names}{f' {common}' if common else ''}: {line}")
+    return lines
+
+
+def check_points_valid(sw: Sweep, points: list[Point], topology: bool = False) -> None:
+    """Every point's scenario must load (and with `topology`, its graph build) before the
+    first run starts (a typo in an axis should not surface an hour in): SweepError with
+    every problem of every point."""
+    lines = grouped_problems([(p.point_id, p, found) for p, found in point_problems(sw, points, topology)])
+    if lines:
+        raise SweepError(sw.source, problems=lines)
 
 
 def is_sweep_file(path) -> bool:
@@ -279,8 +358,31 @@ def is_sweep_file(path) -> bool:
 
 
 def validate_sweep(path) -> None:
-    """The sweep file, its quick variant and every point's scenario (and topology) load."""
-    from testbed.scenario import load_scenario
+    """The sweep file, its quick variant and every point's scenario (and topology) load:
+    SweepError with every problem of them all."""
+    sweeps, problems = [], []
     for quick in (False, True):
-        sw = load_sweep(path, quick=quick)
-        check_points_valid(sw, sw.points(load_scenario(sw.base, sw.fixed).seed), topology=True)
+        try:
+            sweeps.append(load_sweep(path, quick=quick))
+        except SweepError as e:
+            problems += e.problems
+    if problems:
+        # the points are made from the sweep file: while it has problems, they are not judged
+        raise SweepError(str(path), problems=problems)
+    checked, seen = [], set()
+    for sw in sweeps:
+        for p, found in point_problems(sw, sw.points(_base_seed(sw)), True, seen):
+            checked.append(("quick " * sw.is_quick + p.point_id, p, found))
+    lines = grouped_problems(checked)
+    if lines:
+        raise SweepError(str(path), problems=lines)
+
+
+def _base_seed(sw: Sweep) -> int:
+    """The base scenario's seed (the points' seeds derive from it). A base that does not
+    load shows in every point's problems; the seed changes none of them, so 0 stands in."""
+    from testbed.scenario import ScenarioError, load_scenario
+    try:
+        return load_scenario(sw.base, sw.fixed).seed
+    except ScenarioError:
+        return 0

@@ -8,8 +8,10 @@ from topologies.graph import build_graph
 
 
 def validate_file(path, overrides: Iterable[str] = ()) -> str | None:
-    """None if the scenario is valid (it loads and its topology builds), else the error.
-    A sweep file (testbed/sweep_model.py) is valid when every point's scenario is."""
+    """None if the scenario is valid (it loads and its topology builds), else every problem
+    of the file, one line each, then their count. The topology is built only from a scenario
+    that loads (the build reads every field). A sweep file (testbed/sweep_model.py) is valid
+    when it and every point's scenario are."""
     from testbed.sweep_model import SweepError, is_sweep_file, validate_sweep
     if is_sweep_file(path):
         try:
@@ -32,7 +34,7 @@ def validate_files(paths: Iterable, overrides: Iterable[str] = ()) -> list[tuple
 
 
 def main(paths: list[str]) -> int:
-    """Print one line per file; exit status 0 only if all are valid."""
+    """Print `FILE: ok` or the file's problems, per file; exit status 0 only if all are valid."""
     results = validate_files(paths)
     for path, err in results:
         print(f"{path}: ok" if err is None else err)

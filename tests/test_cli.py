@@ -38,6 +38,47 @@ def test_bad_scenario_is_one_line_without_traceback():
     assert "Traceback" not in err
 
 
+TWO_MISTAKES = """name: t
+datacenters:
+  - {name: a, region: "aws:us-east-1", racks: 0}
+  - {name: b, region: "aws:eu-west-1"}
+wan: {edges: [{a: a, b: c}]}
+scheme: ps
+iterations: 3
+"""
+
+
+def test_validate_prints_every_problem_then_the_count_and_exits_1(tmp_path):
+    bad = tmp_path / "two.yaml"
+    bad.write_text(TWO_MISTAKES)
+    rc, out, err = run_py("validate", "scenarios/quickstart.yaml", str(bad))
+    assert rc == 1 and err == ""
+    assert out.splitlines() == [
+        "scenarios/quickstart.yaml: ok",
+        f"{bad}: datacenters.0.racks: must be >= 1 (got 0)",
+        f"{bad}: wan.edges.0.b: unknown datacenter 'c' (datacenters: a, b)",
+        f"{bad}: 2 problems",
+    ]
+    rc, out, err = run_py("validate", "scenarios/quickstart.yaml")
+    assert (rc, out) == (0, "scenarios/quickstart.yaml: ok\n")
+
+
+def test_run_prints_every_problem_of_the_scenario_before_anything_starts(tmp_path):
+    bad = tmp_path / "two.yaml"
+    bad.write_text(TWO_MISTAKES)
+    rc, out, err = run_py("run", str(bad), "--out", str(tmp_path / "out"))
+    if os.geteuid() != 0:
+        assert "needs root" in err
+        return
+    assert rc == 1 and "Traceback" not in err
+    assert err.splitlines() == [
+        f"error: {bad}: datacenters.0.racks: must be >= 1 (got 0)",
+        f"error: {bad}: wan.edges.0.b: unknown datacenter 'c' (datacenters: a, b)",
+        f"error: {bad}: 2 problems",
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="probing netem needs root")
 def test_forced_netem_without_netem_fails_before_anything_starts(tmp_path):
     if linkemu.kernel_has_netem():

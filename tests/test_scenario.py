@@ -1,4 +1,5 @@
-"""Scenario model: good files load, bad files give one exact, actionable error."""
+"""Scenario model: good files load; a bad file gives every one of its problems, each exact
+and actionable, and no follow-up errors of them."""
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def test_bad_scenario_exact_error(name):
         load_scenario(path)
     msg = str(ei.value)
     assert msg == f"{path}: {BAD_CASES[name]}"
-    assert "\n" not in msg
+    assert "\n" not in msg                              # one problem: one line, no count
+    assert ei.value.problems == [BAD_CASES[name]]
     assert ei.value.source == str(path)
 
 
@@ -285,3 +287,158 @@ def test_string_and_worker_type_errors(ov, expected):
     with pytest.raises(ScenarioError) as ei:
         parse_scenario(GOOD, "x.yaml", [ov])
     assert str(ei.value) == f"x.yaml: {expected}"
+
+
+# ---------------------------------------------------------------- every problem at once
+SEVERAL = """
+name: t
+colour: red
+datacenters:
+  - {name: a, region: "aws:us-east-1", racks: 0}
+  - {name: b, region: "aws:eu-west-1"}
+  - {name: c, region: "mars-1"}
+wan:
+  default: {bandwidth_mbps: -5}
+  edges:
+    - {a: a, b: zz}
+scheme: ps
+scheme_options: {shards: 0, bogus: 1}
+iterations: 10
+duration_s: 5
+"""
+
+
+def test_every_independent_problem_is_reported_with_the_count():
+    """Schema problems in several fields and entries, and the whole-scenario checks on the
+    parts that did validate (the edge's names, though datacenters and wan have problems)."""
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(SEVERAL, "s.yaml")
+    e = ei.value
+    assert e.problems == [
+        "datacenters.0.racks: must be >= 1 (got 0)",
+        "datacenters.2.region: unknown region 'mars-1' (known: " + ", ".join(
+            yaml.safe_load((ROOT / "topologies" / "regions.yaml").read_text())["regions"]) + ")",
+        "wan.default.bandwidth_mbps: must be > 0 (got -5)",
+        "colour: unknown field 'colour' in the scenario (fields: name, seed, time_dilation, "
+        "datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, scheme_options, workload, "
+        "compute_time, stragglers, iterations, duration_s, repetitions, output)",
+        "iterations: set exactly one of iterations or duration_s (both are set)",
+        "wan.edges.0.b: unknown datacenter 'zz' (datacenters: a, b, c)",
+        "scheme_options.shards: Input should be greater than or equal to 1 (got 0)",
+        "scheme_options.bogus: unknown option 'bogus' for scheme ps (options: verify, base_port, "
+        "timeout_s, server_dc, shards, dedicated_servers)",
+    ]
+    lines = str(e).splitlines()
+    assert lines == [f"s.yaml: {p}" for p in e.problems] + ["s.yaml: 8 problems"]
+    assert (e.source, e.field, e.problem) == ("s.yaml", "datacenters.0.racks", "must be >= 1 (got 0)")
+
+
+def test_whole_scenario_checks_report_every_problem_of_a_schema_valid_file():
+    text = GOOD.replace("scheme: ps", """  - {name: a, region: "aws:ap-south-1"}
+wan:
+  topology: ring
+  hub: a
+stragglers:
+  persistent: [{dc: mars, factor: 2}, {worker: 99, factor: 2}, {worker: h9r9w9, factor: 2}]
+scheme: ps""").replace("duration_s: 5", "duration_s: 5\niterations: 3")
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(text, "x", ["wan.default.bandwidth_mbps=1500"])
+    assert ei.value.problems == [
+        "datacenters.2.name: duplicate datacenter name 'a'",
+        "iterations: set exactly one of iterations or duration_s (both are set)",
+        "wan.hub: hub only applies to topology 'star' (topology is 'ring')",
+        "stragglers.persistent.0.dc: unknown datacenter 'mars' (datacenters: a, b, a)",
+        "stragglers.persistent.1.worker: worker index 99 out of range (workers are 0..7)",
+        "stragglers.persistent.2.worker: unknown worker 'h9r9w9' (host ids look like h1r1w1; "
+        "see docs/addressing.md)",
+        "wan.default.bandwidth_mbps: 1500 Mbps / time_dilation 1 = 1500 Mbps emulated, above the "
+        "1000 Mbps Mininet's htb can apply (it would silently ignore it); set time_dilation >= 1.5 "
+        "to emulate this rate",
+    ]
+
+
+def test_every_bad_override_is_reported_and_the_file_is_not_judged_without_them():
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(SEVERAL, "s.yaml", ["wan.bogus=1", "datacenters.9.racks=2", "iterations"])
+    assert ei.value.problems == [
+        "--set wan.bogus=1: no field 'bogus' in wan (fields: topology, hub, default, edges, "
+        "bandwidth_schedule)",
+        "--set datacenters.9.racks=2: datacenters has 3 entries (indices 0..2); no index 9",
+        "--set iterations: expected key=value, e.g. wan.default.bandwidth_mbps=50",
+    ]
+
+
+EDGES = """
+name: t
+datacenters:
+  - {name: a, region: "aws:us-east-1"}
+  - {name: b, region: "aws:eu-west-1"}
+  - {name: c, region: "aws:ap-south-1"}
+wan: {topology: edges, edges: [{a: a, b: bb}, {a: b, b: c}]}
+scheme: ps
+iterations: 3
+"""
+
+
+@pytest.mark.parametrize("text, overrides, root_cause", [
+    # a misspelled end: the WAN would also look disconnected (a cannot reach b, c)
+    (EDGES, [], "wan.edges.0.b: unknown datacenter 'bb' (datacenters: a, b, c)"),
+    # a misspelled required field is not reported a second time as missing
+    (GOOD.replace("name: t", "nmae: t"), [],
+     "nmae: unknown field 'nmae' in the scenario; did you mean 'name'? (fields: name, seed, "
+     "time_dilation, datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, "
+     "scheme_options, workload, compute_time, stragglers, iterations, duration_s, repetitions, "
+     "output)"),
+    # with racks unknown the worker count is unknown: index 7 is not judged out of range
+    (GOOD, ["datacenters.1.racks=two", "stragglers.persistent=[{worker: 7, factor: 2}]"],
+     "datacenters.1.racks: must be an integer (got 'two')"),
+    # the rates are emulated rates only through a valid time dilation
+    (GOOD, ["time_dilation=0.5", "wan.default.bandwidth_mbps=2500"],
+     "time_dilation: must be >= 1 (got 0.5)"),
+    # an unknown hub leaves the star's edges unknown: the edge override is not judged
+    (EDGES.replace("{topology: edges,", "{topology: star, hub: zz,").replace("bb", "c"), [],
+     "wan.hub: unknown datacenter 'zz' (datacenters: a, b, c)"),
+    # two datacenters named b: which one an edge names is ambiguous, the WAN's shape too
+    (EDGES.replace("{name: c,", "{name: b,").replace(", {a: b, b: c}", "").replace("bb", "b"), [],
+     "datacenters.2.name: duplicate datacenter name 'b'"),
+    # zero datacenters: no WAN to judge
+    (EDGES.replace("  - {name: a, region: \"aws:us-east-1\"}\n  - {name: b, region: \"aws:eu-west-1\"}\n"
+                   "  - {name: c, region: \"aws:ap-south-1\"}\n", "  []\n"), [],
+     "datacenters: 0 datacenters given; this testbed supports 2 to 12"),
+])
+def test_a_cascade_reports_the_root_cause_only(text, overrides, root_cause):
+    with pytest.raises(ScenarioError) as ei:
+        parse_scenario(text, "x", overrides)
+    assert ei.value.problems == [root_cause]
+    assert str(ei.value) == f"x: {root_cause}"
+
+
+def test_the_same_problem_is_reported_once():
+    from testbed.problems import FileProblems, Problem
+    e = FileProblems("f", problems=[Problem("a", "bad"), Problem("b", "bad"), Problem("a", "bad")])
+    assert e.problems == ["a: bad", "b: bad"] and str(e) == "f: a: bad\nf: b: bad\nf: 2 problems"
+
+
+def test_the_valid_parts_of_a_scenario_with_schema_problems():
+    """What the whole-scenario checks may read when the schema failed (schema_partial)."""
+    from pydantic import ValidationError
+    from testbed.scenario import Scenario
+    from testbed.schema_partial import is_valid, valid_part
+    raw = yaml.safe_load(SEVERAL)
+    with pytest.raises(ValidationError) as ei:
+        Scenario.model_validate(raw)
+    part, valid = valid_part(raw, ei.value.errors())
+    for ok in ("datacenters.name", "wan.edges", "wan.topology", "scheme", "scheme_options",
+               "iterations", "stragglers", "time_dilation", "name"):
+        assert is_valid(ok, valid), ok
+    for bad in ("datacenters", "datacenters.racks", "datacenters.region", "wan", "wan.default"):
+        assert not is_valid(bad, valid), bad
+    assert [dc.name for dc in part.datacenters] == ["a", "b", "c"]
+    assert [(e.a, e.b) for e in part.wan.edges] == [("a", "zz")] and part.scheme == "ps"
+    # an entry that fails as a whole (region and coordinates) leaves none of its fields known
+    raw["datacenters"][1]["lat"] = 1.0
+    raw["datacenters"][1]["lon"] = 2.0
+    with pytest.raises(ValidationError) as ei:
+        Scenario.model_validate(raw)
+    part, valid = valid_part(raw, ei.value.errors())
+    assert not is_valid("datacenters.name", valid) and is_valid("wan.edges", valid)

@@ -307,3 +307,63 @@ def test_run_py_validate_accepts_sweep_files_and_names_a_bad_point(tmp_path):
     bad = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, allreduce]}\n")
     err = validate_file(bad)
     assert err.startswith(f"{bad}: point p0001-r0 {{'scheme': 'allreduce'}}: ") and "unknown scheme 'allreduce'" in err
+
+
+# ---------------------------------------------------------------- every problem at once
+def test_a_sweep_file_reports_every_problem_before_its_points_are_judged(tmp_path):
+    path = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, allreduce]}\nmode: grid\nrepetitions: 0\n"
+                                "colour: red\nquick: {repetitions: 0, set: iterations=2}\n")
+    with pytest.raises(SweepError) as e:
+        load_sweep(path)
+    assert e.value.problems == [
+        "colour: unknown field (known: axes, base, cross, description, figures, mode, name, output, "
+        "quick, repetitions, seeds, set, target_accuracy, warmup_iterations)",
+        "mode: must be one of product, zip (got 'grid')",
+        "repetitions: must be an integer >= 1 (got 0)",
+        "quick.repetitions: must be an integer >= 1 (got 0)",
+        "quick.set: must be a list of 'field.path=value' strings, e.g. [iterations=20]",
+    ]
+    assert str(e.value).splitlines()[-1] == f"{path}: 5 problems"
+    from testbed.validate import validate_file
+    # the points come from the sweep file: the scheme 'allreduce' is not judged yet
+    assert validate_file(path) == str(e.value)
+
+
+def test_validate_groups_the_problems_of_the_points(tmp_path):
+    from testbed.validate import validate_file
+    import schemes
+    path = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, allreduce], "
+                                "wan.default.bandwidth_mbps: [20, -1]}\n")
+    assert validate_file(path).splitlines() == [
+        f"{path}: points p0001-r0, p0003-r0 {{'wan.default.bandwidth_mbps': -1}}: {BASE}: "
+        "wan.default.bandwidth_mbps: must be > 0 (got -1)",
+        f"{path}: points p0002-r0, p0003-r0 {{'scheme': 'allreduce'}}: {BASE}: "
+        f"scheme: unknown scheme 'allreduce' (known: {', '.join(schemes.NAMES)})",
+        f"{path}: 2 problems",
+    ]
+    # a problem every point shares (here from `set`) is said once
+    path = sweep_file(tmp_path, "name: s\nset: [wan.default.loss_pct=200]\naxes: {scheme: [ps, ring]}\n")
+    assert validate_file(path) == f"{path}: every point: {BASE}: wan.default.loss_pct: must be <= 100 (got 200)"
+    # the quick variant's points are checked too (its own `set` makes them other scenarios)
+    path = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, ring]}\nquick: {set: [iterations=0]}\n")
+    assert validate_file(path) == (f"{path}: points quick p0000-r0, quick p0001-r0: {BASE}: "
+                                   "iterations: must be > 0 (got 0)")
+
+
+def test_run_sweep_refuses_with_every_bad_point_before_anything_runs(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, "name: s\naxes: {wan.default.bandwidth_mbps: [-1, 20, 3000]}\n"))
+    runner = Runner()
+    with pytest.raises(SweepError) as e:
+        S.run_sweep(sw, tmp_path / "out", runner=runner, progress=False)
+    assert [line.split(f": {BASE}: ")[0] for line in e.value.problems] == [
+        "point p0000-r0 {'wan.default.bandwidth_mbps': -1}", "point p0002-r0 {'wan.default.bandwidth_mbps': 3000}"]
+    assert "must be > 0 (got -1)" in e.value.problems[0] and "above the 1000 Mbps" in e.value.problems[1]
+    assert runner.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_a_yaml_syntax_error_in_a_sweep_file_is_one_problem_with_its_place(tmp_path):
+    path = sweep_file(tmp_path, "name: s\naxes: {scheme: [ps, ring}\n")
+    with pytest.raises(SweepError) as e:
+        load_sweep(path)
+    assert e.value.problems == ["invalid YAML at line 3, column 25: expected ',' or ']', but got '}'"]
+    assert str(e.value) == f"{path}: invalid YAML at line 3, column 25: expected ',' or ']', but got '}}'"

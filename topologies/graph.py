@@ -138,12 +138,20 @@ def build_graph(scenario, prefix: str = "", device_id_base: int = 0) -> nx.Graph
 
 
 def _check_interface_names(g: nx.Graph, prefix: str) -> None:
+    """Every node's longest interface name must fit Linux's limit. Node ids are fixed but for
+    the prefix, so all names too long share that one cause: one error, naming the longest
+    and how many there are."""
+    too_long = []
     for node in g.nodes:
         ports = [p for _, _, data in g.edges(node, data=True) for n, p in data["ports"].items() if n == node]
-        longest = f"{node}-eth{max(ports, default=0)}"
-        if len(longest) > MAX_IFNAME:
-            raise ValueError(f"interface name {longest!r} is longer than Linux's {MAX_IFNAME} "
-                             f"characters: use a shorter node prefix (got {prefix!r})")
+        name = f"{node}-eth{max(ports, default=0)}"
+        if len(name) > MAX_IFNAME:
+            too_long.append(name)
+    if too_long:
+        longest = max(too_long, key=len)
+        others = f" (and {len(too_long) - 1} more)" if len(too_long) > 1 else ""
+        raise ValueError(f"interface name {longest!r}{others} is longer than Linux's {MAX_IFNAME} "
+                         f"characters: use a shorter node prefix (got {prefix!r})")
 
 
 # ---------------------------------------------------------------- queries
