@@ -22,7 +22,8 @@ import subprocess
 import time
 from pathlib import Path
 
-PACKAGES = ("networkx", "scapy", "numpy", "pyyaml", "pydantic", "lark", "rich", "matplotlib", "mininet")
+PACKAGES = ("networkx", "scapy", "numpy", "pyyaml", "pydantic", "lark", "rich", "matplotlib", "mininet",
+            "scikit-learn")   # scikit-learn: the digits data set ships in it
 REPO = Path(__file__).resolve().parent.parent
 
 

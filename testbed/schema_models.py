@@ -13,6 +13,8 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Strict as Str
 
 import schemes
 from topologies import catalog
+from workers import datasets, models, presets
+from workers.workload import check_dataset, check_scale, synthetic_size
 
 SCHEMES = schemes.NAMES             # the registry, schemes/__init__.py
 
@@ -207,18 +209,36 @@ class Tcp(Strict):
 # ---------------------------------------------------------------- workload
 class SyntheticWorkload(Strict):
     kind: Literal["synthetic"] = "synthetic"
-    parameters: Int = Field(default=65536, gt=0)   # N gradient values per iteration
+    preset: Optional[Literal[presets.NAMES]] = None  # layers of a published model (workers/presets.py)
+    scale: Float = Field(default=1.0, gt=0, le=1)  # preset: every layer shrunk by this factor
+    parameters: Optional[Int] = Field(default=None, gt=0)   # N gradient values per iteration;
+                                                   # with a preset, its size (the resolved file says it)
     clip: Float = Field(default=4.0, gt=0)         # elementwise gradient clipping bound, agreed
                                                    # by all workers (INA quantizes within it)
+
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, v, info):
+        return check_scale(info.data.get("preset"), v)
+
+    @field_validator("parameters")
+    @classmethod
+    def _size(cls, v, info):
+        return synthetic_size(info.data.get("preset"), info.data.get("scale"), v)
 
 
 class ModelWorkload(Strict):
     kind: Literal["model"]
-    name: Literal["logreg", "mlp"]
-    dataset: str = "synthetic"
+    name: Literal[models.NAMES]
+    dataset: Literal[datasets.NAMES] = "synthetic"
     batch_size: Int = Field(default=32, gt=0)
     lr: Float = Field(default=0.1, gt=0)
     clip: Float = Field(default=4.0, gt=0)         # as in the synthetic workload
+
+    @field_validator("dataset")
+    @classmethod
+    def _dataset(cls, v, info):
+        return check_dataset(info.data.get("name"), v)
 
 
 Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "kind", "synthetic")

@@ -16,6 +16,7 @@ from control.agg_entries import push
 from tests.agg_switches import factory, flat_point_commands, udp_bridge
 from workers import agg_packet as ap
 import schemes
+from workers import presets
 from workers.communicator import CommunicatorBase, Counters
 from analysis import measure
 from workers.events import EventLog, read_events
@@ -172,11 +173,11 @@ class SlowReceiver(SlowSender):
         return {"cwnd": 8}
 
 
-def fake_run(tmp_path, comm_cls, name):
+def fake_run(tmp_path, comm_cls, name, workload=MODEL):
     clock = FakeClock()
     cfg = WorkerConfig(worker=name, host_id="h1r1w1", index=0, n_workers=1, dc="a", ip="127.0.0.1",
                        seed=1, events=str(tmp_path / f"{name}.jsonl"), scheme=name, communicator="x:y",
-                       comm={}, workload=MODEL, iterations=3,
+                       comm={}, workload=workload, iterations=3,
                        compute_time={"model": "constant", "value_ms": 50.0})
     with EventLog(cfg.events, name, clock=clock) as log:
         assert run_worker(cfg, log, make_comm=lambda c, me: comm_cls(c, me, clock), clock=clock,
@@ -203,6 +204,22 @@ def test_events_are_stamped_by_the_loop_the_same_for_every_communicator(tmp_path
     assert comm(a) == pytest.approx([0.7] * 3) and comm(b) == pytest.approx([1.4] * 3)
     assert [e["comm_stats"] for e in b if e["event"] == "iteration_end"] == [{"cwnd": 8}] * 3
     assert a[-1]["event"] == b[-1]["event"] == "worker_end" and a[-1]["reason"] == "finished"
+
+
+@pytest.mark.parametrize("workload,expect", [
+    ({"kind": "model", "name": "cnn", "dataset": "digits", "lr": 0.5},
+     {"model": "cnn", "dataset": "digits", "preset": None, "layers": 4, "parameters": 1370}),
+    ({"kind": "synthetic", "preset": "resnet50", "scale": 0.001},
+     {"model": "logreg", "dataset": "synthetic", "preset": "resnet50", "layers": 161,
+      "parameters": presets.size("resnet50", 0.001)}),
+], ids=["digits-cnn", "resnet50-preset"])
+def test_worker_start_says_what_the_gradient_is_and_the_loop_trains_it(tmp_path, workload, expect):
+    ev = fake_run(tmp_path, SlowSender, "w", workload)
+    start = ev[0]
+    assert start["event"] == "worker_start" and {k: start[k] for k in expect} == expect
+    ends = [e for e in ev if e["event"] == "iteration_end"]
+    assert [e["gradient_bytes"] for e in ends] == [4 * expect["parameters"]] * 3
+    assert ends[-1]["accuracy"] > start["accuracy_initial"]           # the model learns
 
 
 def test_duration_stops_every_worker_after_the_same_iteration(tmp_path):

@@ -2,7 +2,10 @@
 import numpy as np
 import pytest
 
-from workers.workload import (DataSpec, Model, Workload, WorkloadSpec, gaussian_mixture)
+from tests.gradcheck import finite_difference_gradient
+from workers.datasets import DataShape, DataSpec, gaussian_mixture
+from workers.models import MLP, LogReg, build_model
+from workers.workload import Workload, WorkloadSpec
 
 
 def test_dataset_is_seeded_and_sharded_without_overlap():
@@ -14,21 +17,15 @@ def test_dataset_is_seeded_and_sharded_without_overlap():
     assert set(np.unique(a.y_train)) == set(range(DataSpec().classes))
 
 
-@pytest.mark.parametrize("kind", ["logreg", "mlp"])
-def test_gradient_matches_finite_differences(kind):
+@pytest.mark.parametrize("make", [lambda: LogReg(5, 3, seed=1), lambda: MLP(5, 3, hidden=4, seed=1)],
+                         ids=["logreg", "mlp"])
+def test_gradient_matches_finite_differences(make):
     rng = np.random.default_rng(0)
-    m = Model(kind, dims=5, classes=3, hidden=4, seed=1)
+    m = make()
     m.params = m.params + rng.normal(0, 0.3, m.size)
     x, y = rng.normal(size=(7, 5)), rng.integers(0, 3, 7)
     _, g = m.loss_and_grad(x, y)
-    eps, num = 1e-6, np.zeros(m.size)
-    base = m.params.copy()
-    for i in range(m.size):
-        for sign in (1, -1):
-            m.params = base.copy()
-            m.params[i] += sign * eps
-            num[i] += sign * m.loss_and_grad(x, y)[0] / (2 * eps)
-    np.testing.assert_allclose(g, num, atol=1e-6)
+    np.testing.assert_allclose(g, finite_difference_gradient(m, x, y), atol=1e-6)
 
 
 def test_synthetic_gradients_are_seeded_per_worker_and_iteration():
@@ -70,9 +67,12 @@ def test_bsp_training_raises_accuracy_identically_on_every_worker(kind):
 
 
 def test_unknown_model_and_dataset_say_what_to_use():
-    with pytest.raises(ValueError, match="logreg or mlp"):
-        Model("cnn", 2, 2)
-    with pytest.raises(ValueError, match="workload.dataset"):
+    with pytest.raises(ValueError, match="workload.name: unknown model 'resnet' "
+                                         r"\(use logreg, mlp or cnn\)"):
+        build_model("resnet", DataShape(2, 2))
+    with pytest.raises(ValueError, match=r"workload.name: cnn needs an image data set \(use dataset: digits\)"):
+        build_model("cnn", DataShape(16, 8))
+    with pytest.raises(ValueError, match=r"workload.dataset: unknown data set 'imagenet' \(known: synthetic, digits\)"):
         WorkloadSpec.from_scenario({"kind": "model", "name": "logreg", "dataset": "imagenet"})
 
 

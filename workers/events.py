@@ -6,8 +6,9 @@ the machine, so events of different hosts can be put on one time line.
 
 Events a worker writes (workers/worker.py, the one loop of every scheme, which says where
 each is stamped), once at the start:
-  worker_start     {index, pid, scheme, parameters, model, n_workers, loss_initial,
-                    accuracy_initial (the model before training), dilation}
+  worker_start     {index, pid, scheme, parameters, model, dataset, preset (synthetic
+                    layer structure or null), layers (tensors in the gradient), n_workers,
+                    loss_initial, accuracy_initial (the model before training), dilation}
   comm_ready       {setup_s, comm: {the communicator's fixed facts}}
   worker_ready     (then the worker waits for the start file)
 per iteration i:

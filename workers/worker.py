@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workers.communicator import Counters, Me
+from workers.communicator import Me
 from workers.compute_time import WorkerIdentity, compute_sample
 from workers.events import EventLog
 from workers.workload import Workload, WorkloadSpec
@@ -155,7 +155,8 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
                            cfg.host_id, cfg.dc, cfg.compute_speed)
     loss0, acc0 = work.evaluate()       # before any update: the curve's starting point
     log.log("worker_start", index=cfg.index, pid=os.getpid(), scheme=cfg.scheme,
-            parameters=work.size, model=work.spec.model, n_workers=cfg.n_workers,
+            parameters=work.size, model=work.spec.model, dataset=work.spec.dataset,
+            preset=work.spec.preset, layers=len(work.layers), n_workers=cfg.n_workers,
             loss_initial=loss0, accuracy_initial=acc0, dilation=cfg.dilation)
     make_comm = make_comm or load_communicator(cfg.communicator)
     comm = make_comm(cfg.comm, Me(cfg.worker, cfg.index, cfg.n_workers, cfg.ip, cfg.dilation))

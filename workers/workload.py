@@ -6,21 +6,23 @@ reference of the aggregated sum without any extra traffic (tests check the switc
 sums against it).
 
 Synthetic: N float32 values per iteration, N(0, scale^2), seeded per worker and
-iteration. No model, no accuracy: it sets the communication volume.
+iteration. No model, no accuracy: it sets the communication volume. N is given, or comes
+from a preset: the parameter tensors of a published model (workers/presets.py), optionally
+shrunk by `scale`, which are then the gradient's layers.
 
-Model: softmax regression (`logreg`) or a one-hidden-layer tanh MLP (`mlp`) on a seeded
-Gaussian-mixture classification set (C = 8 classes in D = 16 dimensions; class centres drawn
-from the seed close enough that the classes overlap, so accuracy rises from chance
-(12.5 %) to about 70-75 % over tens of iterations). The training set is split across workers round-robin
-(shard i = samples i, i+n, ...); each iteration a worker draws a minibatch from its
-shard, computes the mean cross-entropy gradient and clips it elementwise to +-clip
-(so the quantization bound holds and every worker agrees on the exponent). The
-aggregated sum, divided by the number of workers, updates the parameters identically
-on every worker (BSP): p <- p - lr * sum / n.
+Model: a classifier (workers/models.py: logreg, mlp, cnn) on a data set
+(workers/datasets.py: a seeded Gaussian mixture, or scikit-learn's 8x8 digits). The
+training set is split across workers round-robin (shard i = samples i, i+n, ...); each
+iteration a worker draws a minibatch from its shard, computes the mean cross-entropy
+gradient and clips it elementwise to +-clip (so the quantization bound holds and every
+worker agrees on the exponent). The aggregated sum, divided by the number of workers,
+updates the parameters identically on every worker (BSP): p <- p - lr * sum / n.
 
-The synthetic workload also trains the model: its first P values are the model's
-gradient and the rest synthetic filler, so a run sized for the network (N values) still
-reports loss and accuracy. `Workload.gradient` returns the full N-value tensor.
+The synthetic workload also trains the model (logreg on the Gaussian mixture): its first P
+values are the model's gradient and the rest synthetic filler, so a run sized for the
+network (N values) still reports loss and accuracy. `Workload.gradient` returns the full
+N-value tensor; `Workload.layers` names its parts, (name, values) in order: the model's
+tensors, a preset's tensors, or one tensor `gradient` for a plain synthetic size.
 """
 from __future__ import annotations
 
@@ -28,140 +30,113 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workers import presets
+from workers.datasets import NAMES as DATASETS, DataSpec, data_shape, load_dataset, missing_dependency
+from workers.models import build_model
+
 DEFAULT_CLIP = 4.0
-_DATA, _INIT, _BATCH, _SYNTH = 11, 12, 13, 14
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    classes: int = 8
-    dims: int = 16
-    train: int = 4096
-    test: int = 1024
-    spread: float = 0.6       # class centre scale relative to unit noise; lower = harder
-
-
-@dataclass
-class Dataset:
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    classes: int
-
-    def shard(self, worker: int, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.x_train[worker::n_workers], self.y_train[worker::n_workers]
-
-
-def gaussian_mixture(seed: int, spec: DataSpec = DataSpec()) -> Dataset:
-    """A seeded classification set: one Gaussian blob per class."""
-    rng = np.random.default_rng([seed, _DATA])
-    centres = rng.normal(0.0, spec.spread, (spec.classes, spec.dims))
-
-    def draw(n):
-        y = rng.integers(0, spec.classes, n)
-        return centres[y] + rng.normal(0.0, 1.0, (n, spec.dims)), y
-    xtr, ytr = draw(spec.train)
-    xte, yte = draw(spec.test)
-    return Dataset(xtr, ytr, xte, yte, spec.classes)
-
-
-# ---------------------------------------------------------------- models
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-class Model:
-    """Parameters as one flat float64 vector (what is aggregated), views per layer."""
-
-    def __init__(self, kind: str, dims: int, classes: int, hidden: int = 32, seed: int = 0):
-        if kind not in ("logreg", "mlp"):
-            raise ValueError(f"workload.name: unknown model {kind!r} (use logreg or mlp)")
-        self.kind, self.dims, self.classes, self.hidden = kind, dims, classes, hidden
-        shapes = [(dims, classes), (classes,)] if kind == "logreg" else \
-            [(dims, hidden), (hidden,), (hidden, classes), (classes,)]
-        self.shapes = shapes
-        self.size = int(sum(np.prod(s) for s in shapes))
-        rng = np.random.default_rng([seed, _INIT])
-        self.params = np.zeros(self.size)
-        if kind == "mlp":   # symmetric weights would never learn: small random start
-            for (off, shape), v in zip(self._slices(), self.unpack(self.params)):
-                if len(shape) == 2:
-                    v[...] = rng.normal(0, 1 / np.sqrt(shape[0]), shape)
-
-    def _slices(self):
-        off = 0
-        for s in self.shapes:
-            yield off, s
-            off += int(np.prod(s))
-
-    def unpack(self, flat: np.ndarray) -> list[np.ndarray]:
-        return [flat[off:off + int(np.prod(s))].reshape(s) for off, s in self._slices()]
-
-    def forward(self, x: np.ndarray, params: np.ndarray | None = None):
-        p = self.unpack(self.params if params is None else params)
-        if self.kind == "logreg":
-            return _softmax(x @ p[0] + p[1]), None
-        h = np.tanh(x @ p[0] + p[1])
-        return _softmax(h @ p[2] + p[3]), h
-
-    def loss_and_grad(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-        """Mean cross-entropy over the batch and its gradient (flat, float64)."""
-        probs, h = self.forward(x)
-        n = len(y)
-        loss = float(-np.log(np.clip(probs[np.arange(n), y], 1e-12, None)).mean())
-        d = probs.copy()
-        d[np.arange(n), y] -= 1.0
-        d /= n
-        p = self.unpack(self.params)
-        if self.kind == "logreg":
-            grads = [x.T @ d, d.sum(axis=0)]
-        else:
-            dh = (d @ p[2].T) * (1.0 - h * h)
-            grads = [x.T @ dh, dh.sum(axis=0), h.T @ d, d.sum(axis=0)]
-        return loss, np.concatenate([g.reshape(-1) for g in grads])
-
-    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-        """(mean cross-entropy loss, accuracy) on a labelled set."""
-        probs, _ = self.forward(x)
-        loss = float(-np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, None)).mean())
-        return loss, float((probs.argmax(axis=1) == y).mean())
+_BATCH, _SYNTH = 13, 14         # seed streams (workers/datasets.py and models.py hold the others)
 
 
 # ---------------------------------------------------------------- the workload a job runs
 @dataclass(frozen=True)
 class WorkloadSpec:
     kind: str = "synthetic"          # synthetic | model
-    parameters: int = 65536          # synthetic: N values per iteration
+    parameters: int = 65536          # synthetic: N values per iteration (a preset sets it)
     model: str = "logreg"            # model kind (also the one synthetic runs carry)
     batch_size: int = 32
     lr: float = 0.1
     clip: float = DEFAULT_CLIP       # elementwise gradient clipping bound (agreed by all)
     synthetic_scale: float = 0.01    # std of the synthetic filler values
-    data: DataSpec = DataSpec()
+    data: DataSpec = DataSpec()      # sizes of the Gaussian mixture (dataset synthetic)
+    dataset: str = "synthetic"       # what the model trains on (synthetic runs: always synthetic)
+    preset: str | None = None        # synthetic: the layer structure of a published model
+    scale: float = 1.0               # synthetic with a preset: every layer shrunk by this
 
     @classmethod
     def from_scenario(cls, workload: dict) -> "WorkloadSpec":
         """From the scenario's `workload` section (model_dump())."""
         clip = float(workload.get("clip", DEFAULT_CLIP))
         if workload.get("kind", "synthetic") == "synthetic":
-            return cls("synthetic", int(workload.get("parameters", 65536)), clip=clip)
+            preset, scale = workload.get("preset"), float(workload.get("scale", 1.0))
+            n = synthetic_size(preset, scale, workload.get("parameters"))
+            return cls("synthetic", n, clip=clip, preset=preset, scale=scale)
         ds = workload.get("dataset", "synthetic")
-        if ds != "synthetic":
-            raise ValueError(f"workload.dataset: {ds!r} is not available (use 'synthetic': a seeded "
-                             "Gaussian-mixture classification set)")
+        if ds not in DATASETS:
+            raise ValueError(f"workload.dataset: unknown data set {ds!r} (known: {', '.join(DATASETS)})")
         return cls("model", 0, workload["name"], int(workload.get("batch_size", 32)),
-                   float(workload.get("lr", 0.1)), clip=clip)
+                   float(workload.get("lr", 0.1)), clip=clip, dataset=ds)
+
+
+def preset_problem(preset: str, scale: float) -> str | None:
+    """Why a synthetic run cannot use `preset` at `scale`, or None: the gradient must hold at
+    least the model every synthetic run trains (its first values)."""
+    floor = build_model("logreg", data_shape("synthetic")).size
+    n = presets.size(preset, scale)
+    if n < floor:
+        return (f"{preset} at scale {scale:g} has {n} values, fewer than the {floor} of the model "
+                f"a synthetic run trains; raise scale")
+    return None
+
+
+# Checks of the scenario's workload section (testbed/schema_models.py calls them, field by
+# field, so an error names its field; messages without the field path, pydantic adds it).
+def check_scale(preset: str | None, scale: float) -> float:
+    if preset is None and scale != 1.0:
+        raise ValueError(f"only applies to a preset's layers: set preset (known: "
+                         f"{', '.join(presets.NAMES)}) or drop scale")
+    problem = preset and preset_problem(preset, scale)
+    if problem:
+        raise ValueError(problem)
+    return scale
+
+
+def synthetic_size(preset: str | None, scale: float | None, parameters: int | None) -> int | None:
+    """`parameters` as the resolved scenario records it: given (default 65536), or the
+    preset's size at `scale` (scale None: it was rejected, nothing to add)."""
+    if preset is None:
+        return 65536 if parameters is None else parameters
+    if scale is None:
+        return parameters
+    size = presets.size(preset, scale)
+    if parameters is not None and parameters != size:
+        raise ValueError(f"{parameters} disagrees with preset {preset} at scale {scale:g} ({size} "
+                         f"values); drop parameters, the preset sets it")
+    return size
+
+
+def check_dataset(model: str | None, dataset: str) -> str:
+    if model == "cnn" and data_shape(dataset).image is None:
+        raise ValueError(f"cnn needs an image data set: use digits (got {dataset!r})")
+    problem = missing_dependency(dataset)
+    if problem:
+        raise ValueError(problem)
+    return dataset
+
+
+def _layers(spec: WorkloadSpec, model_layers: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(name, values) of each part of the gradient, in order (module doc)."""
+    if spec.kind == "model":
+        return list(model_layers)
+    if spec.preset is None:
+        return [("gradient", max(spec.parameters, sum(n for _, n in model_layers)))]
+    problem = preset_problem(spec.preset, spec.scale)
+    if problem:
+        raise ValueError(f"workload.scale: {problem}")
+    return presets.layers(spec.preset, spec.scale)
+
+
+def gradient_layers(workload: dict) -> list[tuple[str, int]]:
+    """The gradient's layers, (name, values), from the scenario's `workload` section without
+    loading the data set (a plan needs only the sizes)."""
+    spec = WorkloadSpec.from_scenario(workload)
+    return _layers(spec, build_model(spec.model, data_shape(spec.dataset, spec.data)).layers)
 
 
 def parameter_count(workload: dict) -> int:
     """Values a worker aggregates per iteration, from the scenario's `workload` section,
     without building the data set (models of the iteration time need only the size)."""
-    spec = WorkloadSpec.from_scenario(workload)
-    m = Model(spec.model, spec.data.dims, spec.data.classes)
-    return max(spec.parameters, m.size) if spec.kind == "synthetic" else m.size
+    return sum(n for _, n in gradient_layers(workload))
 
 
 class Workload:
@@ -173,9 +148,10 @@ class Workload:
         if spec.clip <= 0:
             raise ValueError(f"gradient clip must be > 0 (got {spec.clip})")
         self.spec, self.seed, self.n_workers = spec, seed, n_workers
-        self.data = gaussian_mixture(seed, spec.data)
-        self.model = Model(spec.model, spec.data.dims, spec.data.classes, seed=seed)
-        self.size = max(spec.parameters, self.model.size) if spec.kind == "synthetic" else self.model.size
+        self.data = load_dataset(spec.dataset, seed, spec.data)
+        self.model = build_model(spec.model, self.data.shape, seed=seed)
+        self.layers = _layers(spec, self.model.layers)
+        self.size = sum(n for _, n in self.layers)
 
     def gradient(self, worker: int, iteration: int) -> tuple[np.ndarray, float]:
         """(clipped float64 gradient of `size` values, minibatch loss) of `worker` now."""
