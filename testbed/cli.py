@@ -1,0 +1,192 @@
+"""The testbed's command line, `gdml` (thin: every command delegates to a package).
+
+  gdml run SCENARIO [--set key=value]... [--out DIR] [--cli] [--prefix P]
+  gdml sweep SWEEP [--resume] [--quick] [--out DIR] [--model]
+  gdml plot RESULTS [--format pdf,png]      (a run, a scenario's runs, a sweep, or a folder above them)
+  gdml validate FILE...
+  gdml predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
+  gdml bench switch|topology|schemes|ina
+  gdml clean
+  gdml doctor [--json]
+  gdml show SCENARIO [--set key=value]... [--out DIR] [--format pdf,png]
+
+`gdml` is the console script pyproject.toml declares; `python3 run.py ...` is the same
+program. The program name in usage and messages is `gdml` either way. Errors are one line
+on stderr, no traceback (set GDML_DEBUG=1 for one); a scenario or sweep file with several
+problems gives one `error:` line per problem, then their count.
+
+This module is the one place that dispatches to every room (bench included: nothing else
+imports bench); tests/test_layers.py names it as that exception, and nothing imports it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+PROG = "gdml"
+
+
+def cmd_run(a) -> int:
+    from testbed.lifecycle import RunInterrupted, RunOptions, run_scenario
+    _need_root("run")
+    try:
+        run_scenario(RunOptions(a.scenario, a.set, a.out, a.cli, prefix=a.prefix))
+    except RunInterrupted:
+        return 130
+    return 0   # each run already printed "results: <folder> (complete|INCOMPLETE ...)"
+
+
+def cmd_predict(a) -> int:
+    from testbed.fidelity import main
+    return main(a.scenario, a.set, a.schemes)
+
+
+def cmd_validate(a) -> int:
+    from testbed.validate import main
+    return main(a.files)
+
+
+def cmd_clean(a) -> int:
+    from testbed.cleanup import clean
+    _need_root("clean")
+    r = clean(sweep=True)
+    print(f"clean: {len(r['runs'])} dead run(s), {len(r['killed'])} process(es) killed, "
+          f"{len(r['interfaces'])} interface(s) removed")
+    return 0
+
+
+def cmd_bench(a) -> int:
+    if a.what == "switch":
+        from softswitch.bench.veth import main
+        return main(a.args) or 0
+    if a.what == "schemes":
+        from bench.schemes import main as schemes_main
+        _need_root("bench schemes")
+        return schemes_main(a.args) or 0
+    if a.what == "ina":
+        from bench.ina import main   # needs root: it says so itself
+        return main(a.args) or 0
+    from bench.topology import main
+    _need_root("bench topology")
+    return main(a.args) or 0
+
+
+def cmd_sweep(a) -> int:
+    from testbed.sweep import main
+    if a.model:   # the model only: no emulation, no root (docs/model.md)
+        from testbed.sweep import predict_sweep
+        from testbed.sweep_model import load_sweep
+        folder = predict_sweep(load_sweep(a.sweep, quick=a.quick), a.out)
+        print(f"MODEL OUTPUT (not a measurement): {folder / 'model_table.csv'}")
+        return 0
+    _need_root("sweep")
+    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix)
+
+
+def cmd_plot(a) -> int:
+    from analysis.report import main
+    return main(a.results, a.format)
+
+
+def cmd_doctor(a) -> int:
+    from testbed.doctor import main
+    return main(as_json=a.json)
+
+
+def cmd_show(a) -> int:
+    from analysis.netfigure import main   # the network figure of a scenario, no emulation
+    return main(a.scenario, a.set, a.out, a.format)
+
+
+def _need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise SystemExit(f"error: `{PROG} {what}` needs root (network namespaces, veth, tc): "
+                         f"run it with sudo or as root (`{PROG} doctor` lists what else a run needs)")
+
+
+def _overrides(p: argparse.ArgumentParser, example: str = "as for run") -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"override a scenario field, {example}")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Geo-distributed ML emulation testbed")
+    sub = p.add_subparsers(dest="command", required=True, metavar="VERB")
+    r = sub.add_parser("run", help="run a scenario end to end (root)")
+    r.add_argument("scenario")
+    _overrides(r, "e.g. --set wan.default.bandwidth_mbps=50")
+    r.add_argument("--out", default=None, help="results root (default: the scenario's output.folder)")
+    r.add_argument("--cli", action="store_true", help="open Mininet's CLI after bring-up")
+    r.add_argument("--prefix", default="", help="node-name prefix (1-3 letters) so that "
+                   "several runs can share one machine")
+    r.set_defaults(fn=cmd_run)
+    s = sub.add_parser("sweep", help="run every point of a sweep file (root; docs/sweeps.md)")
+    s.add_argument("sweep")
+    s.add_argument("--resume", action="store_true", help="skip the points already finished ok")
+    s.add_argument("--quick", action="store_true", help="the sweep's quick variant (minutes)")
+    s.add_argument("--model", action="store_true",
+                   help="the model's prediction of every point instead of runs (seconds, no root)")
+    s.add_argument("--out", default=None, help="results root (default: the sweep's output)")
+    s.add_argument("--prefix", default="", help="node-name prefix (1-3 letters), as for run")
+    s.set_defaults(fn=cmd_sweep)
+    pl = sub.add_parser("plot", help="figures and report.md of a run, a scenario's runs or a sweep "
+                        "(given a folder above them, the one found below it)")
+    pl.add_argument("results")
+    pl.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg")
+    pl.set_defaults(fn=cmd_plot)
+    v = sub.add_parser("validate", help="check scenario files")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(fn=cmd_validate)
+    pr = sub.add_parser("predict", help="the model's iteration time (no emulation; any scale)")
+    pr.add_argument("scenario")
+    _overrides(pr)
+    pr.add_argument("--schemes", default=None, help="comma-separated schemes: a table of them "
+                    "on the same scenario (default: the scenario's scheme, with its terms)")
+    pr.set_defaults(fn=cmd_predict)
+    b = sub.add_parser("bench", help="benchmarks")
+    b.add_argument("what", choices=("switch", "topology", "schemes", "ina"))
+    b.add_argument("args", nargs=argparse.REMAINDER)
+    b.set_defaults(fn=cmd_bench)
+    c = sub.add_parser("clean", help="remove what killed runs left behind (root)")
+    c.set_defaults(fn=cmd_clean)
+    d = sub.add_parser("doctor", help="what this machine supports and what a run will use")
+    d.add_argument("--json", action="store_true", help="the checks as JSON records")
+    d.set_defaults(fn=cmd_doctor)
+    sh = sub.add_parser("show", help="a figure of a scenario's network (no emulation, no root)")
+    sh.add_argument("scenario")
+    _overrides(sh)
+    sh.add_argument("--out", default=None, help="output folder")
+    sh.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg")
+    sh.set_defaults(fn=cmd_show)
+    return p
+
+
+def verbs() -> list[str]:
+    """The subcommands, in the order help lists them."""
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def main(argv=None) -> int:
+    """The `gdml` command: parse argv (default sys.argv[1:]), run the verb, return its exit code."""
+    a = parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except Exception as e:   # one line, no traceback: the message says what to do
+        if os.environ.get("GDML_DEBUG"):
+            raise
+        msg = str(e).strip().splitlines()
+        if getattr(e, "problems", None):   # every problem of a file (testbed/problems.py)
+            print("\n".join(f"error: {line}" for line in msg), file=sys.stderr)
+            return 1
+        first = msg[0] if msg else type(e).__name__
+        print(f"error: {first}", file=sys.stderr)
+        if len(msg) > 1:   # e.g. a switch's log tail: keep it, it says why
+            print("\n".join(msg[1:]), file=sys.stderr)
+        return 1
