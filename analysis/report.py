@@ -1,7 +1,8 @@
-"""`python3 run.py plot RESULTS [--format pdf,png]`: the figures the results support + report.md.
+"""`gdml plot RESULTS [--format pdf,png]`: the figures the results support + report.md.
 
 RESULTS is a sweep folder (table.csv, points/), one run's folder (summary.json), or a
-folder of runs (results/<scenario>/). Figures go to RESULTS/figures/<name>.<format>;
+folder of runs (results/<scenario>/); given a folder that is none of them, `gdml plot`
+draws the one such folder below it (analysis/locate.py). Figures go to RESULTS/figures/<name>.<format>;
 report.md next to them shows the PNGs and the numbers behind them. A sweep file's
 `figures:` list chooses the figures (kinds in testbed/sweep_model.FIGURE_KINDS); without
 it the report picks them from the sweep's axes:
@@ -25,6 +26,7 @@ from typing import Callable
 import yaml
 
 from analysis import figures as F
+from analysis.locate import locate, not_results, results_kind
 from analysis.measure import TIME_PER_ITERATION
 from analysis.rundata import RunData, is_run_dir
 from analysis.style import save, scheme_sort_key, scheme_style
@@ -494,14 +496,14 @@ def runs_table(runs: list[RunData]) -> str:
 def make_report(results, formats=("pdf", "png")) -> Path:
     """Draw the figures RESULTS supports, write RESULTS/report.md, return its path."""
     folder = Path(results)
-    if not folder.is_dir():
-        raise ReportError(f"{folder}: no such folder; give a sweep folder (results/<sweep>), "
-                          f"a run (results/<scenario>/<run-id>) or a scenario's runs (results/<scenario>)")
+    kind = results_kind(folder) if folder.is_dir() else None
+    if kind is None:
+        raise ReportError(not_results(folder))
     formats = tuple(f.strip().lower() for f in formats if f.strip())
     bad = [f for f in formats if f not in ("pdf", "png", "svg")]
     if bad or not formats:
         raise ReportError(f"--format {','.join(formats)}: use pdf, png or svg, comma-separated")
-    if (folder / "table.csv").is_file():
+    if kind == "sweep":
         rep = SweepReport(folder)
         jobs, title = rep.jobs(), f"Sweep {folder.name}"
         table = rep.summary_table()
@@ -510,10 +512,7 @@ def make_report(results, formats=("pdf", "png")) -> Path:
                  f"All numbers in real-world units (time dilation undone). Full table: "
                  f"[table.csv](table.csv), [table.sqlite](table.sqlite).")
     else:
-        paths = [folder] if is_run_dir(folder) else sorted(p for p in folder.iterdir() if is_run_dir(p))
-        if not paths:
-            raise ReportError(f"{folder}: neither a sweep (table.csv) nor a run (summary.json) nor a "
-                              f"folder of runs; run `python3 run.py run` or `sweep` first")
+        paths = [folder] if kind == "run" else sorted(p for p in folder.iterdir() if is_run_dir(p))
         runs = [RunData.load(p) for p in paths]
         jobs, title = run_jobs(runs), f"Run{'s' if len(runs) > 1 else ''} {folder.name}"
         table, extra = runs_table(runs), []
@@ -536,7 +535,11 @@ def make_report(results, formats=("pdf", "png")) -> Path:
 
 
 def main(results: str, fmt: str = "pdf,png") -> int:
-    path = make_report(results, fmt.split(","))
+    """`gdml plot`: RESULTS itself, or the one sweep or folder of runs below it."""
+    folder, kind, below = locate(results)
+    if below:
+        print(f"plotting {folder} ({kind}: the only results below {results})")
+    path = make_report(folder, fmt.split(","))
     print(f"report: {path}")
     print(f"figures: {path.parent / 'figures'}")
     return 0
