@@ -164,29 +164,66 @@ def load_records(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
     return out
 
 
+# ---------------------------------------------------------------- discovery (no side effects)
+
+def split_records(state_dir: Path | None = None) -> tuple[list[tuple[Path, dict]], list[dict]]:
+    """(records of dead runs, with their paths; records of live runs, left alone)."""
+    dead, live = [], []
+    for path, data in load_records(state_dir):
+        if owner_alive(data):
+            live.append(data)
+        else:
+            dead.append((path, data))
+    return dead, live
+
+
+def claims(live: list[dict]) -> tuple[set[str], set[int]]:
+    """(interfaces, PIDs) that live runs recorded: never touched by the pattern sweep."""
+    intfs = {n for d in live for n in d.get("interfaces", [])}
+    pids = {p["pid"] for d in live for p in d.get("processes", [])}
+    return intfs, pids
+
+
+def stray_shells(claimed_pids: set[int]) -> list[tuple[int, int | None]]:
+    """(PID, start time) of Mininet shells named like testbed nodes that no live run claims."""
+    shells = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in claimed_pids and SHELL_RE.search(_cmdline(int(entry))):
+            shells.append((int(entry), proc_start_time(int(entry))))
+    return shells
+
+
+def stray_interfaces(claimed: set[str]) -> list[str]:
+    """Root-namespace interfaces named like testbed nodes or netem probes, claimed by no live run."""
+    return sorted(n for n in os.listdir("/sys/class/net") if INTF_RE.match(n) and n not in claimed)
+
+
+def record_leftovers(data: dict) -> dict:
+    """What of a dead run's record still exists: live processes (recorded or in its
+    namespaces), namespaces still held, interfaces still there."""
+    procs = [p["pid"] for p in data.get("processes", []) if is_same_process(p["pid"], p["start"])]
+    in_ns = pids_in_netns(set(data.get("netns", [])))
+    return {"processes": sorted(set(procs) | set(in_ns)),
+            "netns": sorted({netns_inode(p) for p in in_ns} - {None}),
+            "interfaces": [n for n in data.get("interfaces", []) if os.path.exists(f"/sys/class/net/{n}")]}
+
+
+# ---------------------------------------------------------------- clean
+
 def clean(sweep: bool = True, state_dir: Path | None = None) -> dict:
     """Remove what dead runs left. Live runs (owner still running) are left alone."""
     report = {"runs": [], "killed": [], "interfaces": []}
-    live_claims_intf, live_claims_pid = set(), set()
-    for path, data in load_records(state_dir):
-        if owner_alive(data):
-            live_claims_intf.update(data.get("interfaces", []))
-            live_claims_pid.update(p["pid"] for p in data.get("processes", []))
-            continue
+    dead, live = split_records(state_dir)
+    live_claims_intf, live_claims_pid = claims(live)
+    for path, data in dead:
         r = teardown_record(data)
         report["runs"].append(data.get("run_id"))
         report["killed"] += r["killed"]
         report["interfaces"] += r["interfaces"]
         path.unlink(missing_ok=True)
     if sweep:
-        shells = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) not in live_claims_pid:
-                if SHELL_RE.search(_cmdline(int(entry))):
-                    shells.append((int(entry), proc_start_time(int(entry))))
+        shells = stray_shells(live_claims_pid)
         ns = {netns_inode(p) for p, _ in shells}
         report["killed"] += kill_pids(shells + [(p, proc_start_time(p)) for p in pids_in_netns(ns)])
-        stray = [n for n in os.listdir("/sys/class/net")
-                 if INTF_RE.match(n) and n not in live_claims_intf]
-        report["interfaces"] += delete_interfaces(stray)
+        report["interfaces"] += delete_interfaces(stray_interfaces(live_claims_intf))
     return report
