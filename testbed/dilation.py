@@ -43,6 +43,14 @@ def dilate_graph(g: nx.Graph, s: float | None = None) -> nx.Graph:
     return out
 
 
+def load_factor(load1: float, cores: int) -> float:
+    """How much slower other work makes the software switches: load1 / cores when the
+    one-minute load average exceeds the cores, else 1. More runnable processes than cores
+    share them, so a switch runs that much less often and carries that much fewer packets;
+    multiplying a scenario's time dilation by this factor keeps its rates within reach."""
+    return max(1.0, float(load1) / max(1, int(cores)))
+
+
 def to_real_seconds(emulated_s: float, s: float) -> float:
     """An emulated duration (iteration time, elapsed) back in real-world time."""
     return emulated_s / _check(s)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from testbed import apps, backends, cleanup, counters, health, results, scheme_app
 from testbed import tcp as tcp_settings
-from testbed.dilation import dilate_graph
+from testbed.dilation import dilate_graph, load_factor
 from testbed.scenario import dump_scenario, load_scenario
 from topologies import linkemu, netbuild
 from topologies.graph import build_graph
@@ -193,10 +193,11 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     results.write_json(run_dir / "manifest.json", manifest)
     log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
         f"time dilation {s:g}")
-    load1 = os.getloadavg()[0]
-    if load1 > os.cpu_count():
-        plan.warnings.append(f"the machine is busy (load {load1:.1f} on {os.cpu_count()} CPUs): "
-                             f"software switches will add latency and may limit rates")
+    load1, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load_factor(load1, cores) > 1:
+        plan.warnings.append(f"the machine is busy (load {load1:.1f} on {cores} CPUs): "
+                             f"software switches will add latency and may limit rates "
+                             f"(time_dilation x {load_factor(load1, cores):.1f} would make up for it)")
     for w in plan.warnings:
         log(f"warning: {w}")
 

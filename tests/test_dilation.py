@@ -1,7 +1,7 @@
 """Time dilation: rates / s, delays and compute times x s, back to real time."""
 import pytest
 
-from testbed.dilation import dilate_graph, to_real_rate, to_real_seconds
+from testbed.dilation import dilate_graph, load_factor, to_real_rate, to_real_seconds
 from testbed.scenario import parse_scenario
 from topologies.graph import build_graph
 
@@ -52,3 +52,10 @@ def test_back_to_real_time():
     assert to_real_rate(1e6, 4) == 4e6
     with pytest.raises(ValueError):
         to_real_seconds(1, 0)
+
+
+def test_load_factor_is_the_oversubscription_of_the_cores():
+    assert load_factor(0.3, 2) == 1.0          # idle: the scenario's own dilation
+    assert load_factor(2.0, 2) == 1.0          # every core busy but none shared
+    assert load_factor(5.0, 2) == 2.5          # 5 runnable on 2 cores: each runs 2/5 of the time
+    assert load_factor(3.0, 0) == 3.0          # an unknown core count counts as one
