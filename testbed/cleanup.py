@@ -67,7 +67,7 @@ def pids_in_netns(namespaces: set[str]) -> list[int]:
     return found
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -188,7 +188,7 @@ def stray_shells(claimed_pids: set[int]) -> list[tuple[int, int | None]]:
     """(PID, start time) of Mininet shells named like testbed nodes that no live run claims."""
     shells = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in claimed_pids and SHELL_RE.search(_cmdline(int(entry))):
+        if entry.isdigit() and int(entry) not in claimed_pids and SHELL_RE.search(cmdline(int(entry))):
             shells.append((int(entry), proc_start_time(int(entry))))
     return shells
 
@@ -206,6 +206,23 @@ def record_leftovers(data: dict) -> dict:
     return {"processes": sorted(set(procs) | set(in_ns)),
             "netns": sorted({netns_inode(p) for p in in_ns} - {None}),
             "interfaces": [n for n in data.get("interfaces", []) if os.path.exists(f"/sys/class/net/{n}")]}
+
+
+def leftovers(state_dir: Path | None = None) -> dict:
+    """What `clean` would remove, listed and left in place: dead runs' records (with what of
+    each still exists), stray Mininet shells (node names no live run claims) with their
+    namespaces and every process in those, stray interfaces; and the live runs it spares."""
+    dead, live = split_records(state_dir)
+    intfs, pids = claims(live)
+    shells = stray_shells(pids)
+    ns = {netns_inode(p) for p, _ in shells} - {None}
+    return {"dead_runs": [{"run_id": d.get("run_id"), "record": str(path), **record_leftovers(d)}
+                          for path, d in dead],
+            "live_runs": [{"run_id": d.get("run_id"), "owner_pid": d.get("owner_pid")} for d in live],
+            "shells": [{"pid": p, "cmdline": cmdline(p)} for p, _ in shells],
+            "netns": sorted(ns),
+            "netns_processes": sorted(pids_in_netns(ns)),
+            "interfaces": stray_interfaces(intfs)}
 
 
 # ---------------------------------------------------------------- clean
