@@ -1,12 +1,19 @@
-"""run.py: one-line errors, stubs, and settings that cannot be applied fail before start."""
+"""The `gdml` command (testbed/cli.py; run.py is its shim): verbs, entry point, one-line
+errors, and settings that cannot be applied fail before start."""
+import importlib
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from testbed import cli
 from topologies import linkemu
+
+VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -15,6 +22,53 @@ def run_py(*args):
     p = subprocess.run([sys.executable, str(REPO / "run.py"), *args], capture_output=True, text=True,
                        cwd=REPO, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+def test_the_gdml_entry_point_is_declared_and_is_the_cli(capsys):
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"gdml": "testbed.cli:main"}
+    module, func = scripts["gdml"].split(":")
+    main = getattr(importlib.import_module(module), func)
+    assert main is cli.main
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("usage: gdml ")
+
+
+def test_run_py_and_the_cli_have_the_same_verbs_and_refuse_unknown_ones():
+    assert cli.verbs() == VERBS
+    rc, out, err = run_py("frobnicate")
+    assert rc == 2 and out == ""
+    assert err.startswith("usage: gdml [-h] VERB ...")
+    listed = re.search(r"invalid choice: 'frobnicate' \(choose from (.*)\)", err).group(1)
+    assert [v.strip(" '") for v in listed.split(",")] == VERBS
+    rc, out, err = run_py()
+    assert rc == 2 and "the following arguments are required: VERB" in err
+
+
+def test_the_installed_gdml_script_runs_the_cli():
+    gdml = Path(sys.executable).parent / "gdml"
+    if not gdml.exists():
+        pytest.skip(f"{gdml} not installed in this venv yet: make setup")
+    p = subprocess.run([str(gdml), "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("usage: gdml [-h] VERB ...")
+
+
+def test_show_parses_its_arguments():
+    a = cli.parser().parse_args(["show", "scenarios/geo-3dc.yaml", "--set", "scheme=ring", "--set",
+                                 "seed=2", "--out", "figs", "--format", "png"])
+    assert (a.fn, a.scenario, a.set, a.out, a.format) == (
+        cli.cmd_show, "scenarios/geo-3dc.yaml", ["scheme=ring", "seed=2"], "figs", "png")
+    a = cli.parser().parse_args(["show", "x.yaml"])
+    assert (a.set, a.out, a.format) == ([], None, "pdf,png")
+
+
+def test_verbs_that_need_root_say_so_by_the_program_name(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    for argv, what in ((["clean"], "clean"), (["run", "x.yaml"], "run"), (["sweep", "x.yaml"], "sweep")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert str(e.value).startswith(f"error: `gdml {what}` needs root"), e.value
 
 
 def test_sweep_and_plot_missing_input_is_one_line_error():

@@ -3,7 +3,6 @@
 The table is the one place the allowed directions are written down. Every import counts,
 also those inside functions (a lazy import is still a dependency)."""
 import ast
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
