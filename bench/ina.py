@@ -262,7 +262,7 @@ def _wait(cond, timeout: float, what: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 run.py bench ina")
+    ap = argparse.ArgumentParser(prog="gdml bench ina")
     ap.add_argument("--k", type=int, default=64, choices=(32, 64))
     ap.add_argument("--rates", default=",".join(str(r) for r in DEFAULT_RATES),
                     help="per-worker link rates to step through (Mbps)")
@@ -276,7 +276,7 @@ def main(argv=None) -> int:
     if a.iterations < 2:
         raise SystemExit("error: --iterations must be >= 2 (the first one is warm-up)")
     if os.geteuid() != 0:
-        raise SystemExit("error: `run.py bench ina` needs root (Mininet): run it as root")
+        raise SystemExit("error: `gdml bench ina` needs root (Mininet): run it as root")
     rates = sorted(float(r) for r in a.rates.split(","))
     cores = os.cpu_count() or 1
     steps = []

@@ -87,7 +87,7 @@ def _f(v, nd=3):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 run.py bench schemes")
+    ap = argparse.ArgumentParser(prog="gdml bench schemes")
     ap.add_argument("--bandwidths", default="25,50,100", help="WAN Mbps (real world), comma-separated")
     ap.add_argument("--iterations", type=int, default=6,
                     help="iterations per run, the first one warm-up (TCP windows take a few to grow)")

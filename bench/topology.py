@@ -100,7 +100,7 @@ def measure(dcs: int, workers: int, idle_s: float = 0.0, log=print) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 run.py bench topology")
+    ap = argparse.ArgumentParser(prog="gdml bench topology")
     ap.add_argument("--idle-s", type=float, default=5.0)
     ap.add_argument("--sizes", default=None, help="DxW,... (datacenters x workers each), e.g. 9x1,12x1")
     a = ap.parse_args(argv)

@@ -76,7 +76,7 @@ def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
     if taken:
         raise NetBuildError(
             f"interface(s) {', '.join(taken[:4])} already exist: another run uses these node "
-            f"names (give this one --prefix) or a killed run left them (python3 run.py clean)")
+            f"names (give this one --prefix) or a killed run left them (gdml clean)")
 
 
 def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkemu.LinkEmuPlan,
