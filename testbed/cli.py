@@ -9,6 +9,7 @@
   gdml clean
   gdml doctor [--json]
   gdml show SCENARIO [--set key=value]... [--out DIR] [--format pdf,png]
+  gdml demo [--out DIR] [--quick]            (the doctor, then ps against geo-ina: ~3 min)
 
 `gdml` is the console script pyproject.toml declares; `python3 run.py ...` is the same
 program. The program name in usage and messages is `gdml` either way. Errors are one line
@@ -99,6 +100,17 @@ def cmd_show(a) -> int:
     return main(a.scenario, a.set, a.out, a.format)
 
 
+def cmd_demo(a) -> int:
+    from analysis.demo import main
+    from testbed.doctor import main as doctor
+    _need_root("demo")
+    if doctor(as_json=False):   # what this machine supports, first
+        print(f"demo: not started: fix the FAIL lines above, then `{PROG} demo` again", file=sys.stderr)
+        return 1
+    print()
+    return main(a.out, quick=a.quick)
+
+
 def _need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise SystemExit(f"error: `{PROG} {what}` needs root (network namespaces, veth, tc): "
@@ -159,6 +171,12 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--out", default=None, help="output folder")
     sh.add_argument("--format", default="pdf,png", help="comma-separated: pdf, png, svg")
     sh.set_defaults(fn=cmd_show)
+    dm = sub.add_parser("demo", help="the doctor, then ps against geo-ina on 3 datacenters with "
+                        "stragglers: table and figure (root; ~3 min)")
+    dm.add_argument("--out", default=None, help="results root (default: results; a fresh "
+                    "demo-<time> folder inside)")
+    dm.add_argument("--quick", action="store_true", help="one repetition of 3 iterations")
+    dm.set_defaults(fn=cmd_demo)
     return p
 
 

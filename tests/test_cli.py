@@ -13,7 +13,7 @@ import pytest
 from testbed import cli
 from topologies import linkemu
 
-VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show"]
+VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show", "demo"]
 
 REPO = Path(__file__).resolve().parent.parent
 
