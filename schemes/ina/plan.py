@@ -129,5 +129,13 @@ def plan_for(shape: str):
         root = tree.points[tree.root]
         return Plan(workers, comm, switch_commands=switch_commands(graph, [tree]),
                     info={"k": k, "window": tree.window, "job": o.job, "root": root.switch,
-                          "aggregation_points": len(tree.points), "levels": tree.depth()})
+                          "aggregation_points": len(tree.points), "levels": tree.depth(),
+                          "tree": tree_record(tree)})
     return plan
+
+
+def tree_record(tree) -> list[dict]:
+    """The aggregation tree as plain data (summary.json's "app", the network figure):
+    per point its switch, level, parent point and children (hosts or child switches)."""
+    return [{"id": p.id, "switch": p.switch, "level": p.level, "parent": p.parent,
+             "children": [c.node for c in p.children]} for p in tree.points.values()]
