@@ -14,6 +14,9 @@ it the report picks them from the sweep's axes:
                                            CDF of iteration time (with vs without stragglers
                                            when an axis varies them), accuracy vs time
                                            (when the workload reports accuracy)
+A run, or a folder of runs, also gets the figure of its network (analysis/netfigure.py),
+one per distinct scenario, rebuilt from the runs' scenario.yaml; a run that cannot have
+one gets a line in the report saying why.
 """
 from __future__ import annotations
 
@@ -428,6 +431,31 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
     return jobs
 
 
+def network_jobs(paths: list[Path]) -> tuple[list[FigureJob], list[str]]:
+    """The network figure of each distinct scenario among these runs (analysis/netfigure.py,
+    rebuilt from each run's scenario.yaml), and for a run that cannot have one a line
+    saying why."""
+    from analysis.netfigure import describe_run, render
+    groups: dict[str, list[Path]] = {}
+    for p in paths:
+        try:
+            key = (p / "scenario.yaml").read_text()
+        except OSError:
+            key = f"<no scenario: {p}>"
+        groups.setdefault(key, []).append(p)
+    jobs, missing = [], []
+    for members in groups.values():
+        drawing, why = describe_run(members[0])
+        runs = ", ".join(m.name for m in members)
+        if drawing is None:
+            missing.append(f"- No network figure for run{'s' if len(members) > 1 else ''} {runs}: {why}")
+            continue
+        name = f"network-{drawing.scenario}" + (f"-{members[0].name}" if len(groups) > 1 else "")
+        jobs.append(FigureJob(name, f"The emulated network (run{'s' if len(members) > 1 else ''} {runs}). "
+                              + drawing.caption, lambda d=drawing: render(d)))
+    return jobs, missing
+
+
 def tracking_section(runs: list[tuple[str, RunData]], dilation: float | None = None) -> str:
     """Markdown under the goodput-over-time figure, for runs under a bandwidth schedule: per
     run and schedule step the settled measured goodput, the model's and their ratio, and
@@ -503,6 +531,7 @@ def make_report(results, formats=("pdf", "png")) -> Path:
     bad = [f for f in formats if f not in ("pdf", "png", "svg")]
     if bad or not formats:
         raise ReportError(f"--format {','.join(formats)}: use pdf, png or svg, comma-separated")
+    net_missing: list[str] = []
     if kind == "sweep":
         rep = SweepReport(folder)
         jobs, title = rep.jobs(), f"Sweep {folder.name}"
@@ -514,7 +543,8 @@ def make_report(results, formats=("pdf", "png")) -> Path:
     else:
         paths = [folder] if kind == "run" else sorted(p for p in folder.iterdir() if is_run_dir(p))
         runs = [RunData.load(p) for p in paths]
-        jobs, title = run_jobs(runs), f"Run{'s' if len(runs) > 1 else ''} {folder.name}"
+        net_jobs, net_missing = network_jobs(paths)
+        jobs, title = net_jobs + run_jobs(runs), f"Run{'s' if len(runs) > 1 else ''} {folder.name}"
         table, extra = runs_table(runs), []
         intro = f"{len(runs)} run(s). All numbers in real-world units (time dilation undone)."
     fig_dir = folder / "figures"
@@ -527,6 +557,8 @@ def make_report(results, formats=("pdf", "png")) -> Path:
         img = "png" if "png" in formats else formats[0]
         lines += [f"## {fig.axes[0].get_title()}", "", f"![{job.name}](figures/{job.name}.{img})", "",
                   job.caption, ""]
+    if net_missing:
+        lines += ["## Network", "", *net_missing, ""]
     lines += ["## Numbers", "", table, ""]
     if extra:
         lines += ["## Failed points", ""] + extra + [""]
