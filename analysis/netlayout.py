@@ -175,14 +175,35 @@ def _axes(poly: list[Point]) -> list[Point]:
     return out
 
 
-def overlap(p: list[Point], q: list[Point], margin: float = 0.0) -> bool:
-    """Whether two convex polygons (a segment is a 2-point polygon) come closer than
-    margin, by the separating axis theorem."""
-    for ax, ay in _axes(p) + _axes(q):
+@dataclass(frozen=True)
+class Shape:
+    """A convex polygon with its bounding box, for many overlap tests."""
+    poly: tuple[Point, ...]
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+
+    @classmethod
+    def of(cls, poly) -> "Shape":
+        if isinstance(poly, Shape):
+            return poly
+        xs, ys = [x for x, _ in poly], [y for _, y in poly]
+        return cls(tuple(poly), min(xs), max(xs), min(ys), max(ys))
+
+
+def overlap(p, q, margin: float = 0.0) -> bool:
+    """Whether two convex polygons (point lists or Shapes; a segment is a 2-point polygon)
+    come closer than margin, by the separating axis theorem."""
+    a, b = Shape.of(p), Shape.of(q)
+    # most pairs are far apart: their bounding boxes already tell
+    if a.x0 - margin >= b.x1 or b.x0 - margin >= a.x1 or a.y0 - margin >= b.y1 or b.y0 - margin >= a.y1:
+        return False
+    for ax, ay in _axes(a.poly) + _axes(b.poly):
         norm = math.hypot(ax, ay)
         ax, ay = ax / norm, ay / norm
-        pp = [x * ax + y * ay for x, y in p]
-        qq = [x * ax + y * ay for x, y in q]
+        pp = [x * ax + y * ay for x, y in a.poly]
+        qq = [x * ax + y * ay for x, y in b.poly]
         if max(pp) + margin <= min(qq) or max(qq) + margin <= min(pp):
             return False
     return True
@@ -204,7 +225,7 @@ def readable_angle(p: Point, q: Point) -> float:
     return a
 
 
-def arc_points(p: Point, q: Point, rad: float, n: int = 12) -> list[Point]:
+def arc_points(p: Point, q: Point, rad: float, n: int = 8) -> list[Point]:
     """The curve matplotlib draws for connectionstyle arc3,rad (a quadratic Bezier whose
     control point is off the midpoint by rad times the chord, turned), as a polyline."""
     mx, my = (p[0] + q[0]) / 2, (p[1] + q[1]) / 2
@@ -311,9 +332,12 @@ def place_link_labels(links: list[tuple[Point, Point]], variants: list[list[tupl
     where no variant fits gets a number tag, clear if it can be, else where it covers no
     text if it can be."""
     order = sorted(range(len(links)), key=lambda i: (math.dist(*links[i]), i))
-    placed: list[list[Point]] = []
+    placed: list[Shape] = []
     out: dict[int, LinkLabelSpot] = {}
     angles = [readable_angle(p, q) for p, q in links]
+    markers = [Shape.of(m) for m in markers]
+    texts = [Shape.of(t) for t in texts]
+    segments = [Shape.of(sg) for sg in segments]
 
     def parallel(i, j):
         diff = abs(angles[i] - angles[j]) % 180
@@ -333,24 +357,32 @@ def place_link_labels(links: list[tuple[Point, Point]], variants: list[list[tupl
                 cx, cy = p[0] + t * (q[0] - p[0]) - uy * off, p[1] + t * (q[1] - p[1]) + ux * off
                 yield Box(cx, cy, w / 2, h / 2, angles[i]), abs(t - 0.5) + abs(side)
 
-    def cost(i, box):
-        """(covered text, covered markers, ambiguous lines, crossed lines) of a spot."""
-        poly = box.corners()
+    def cost(i, box, clear):
+        """(covered text, covered markers, ambiguous lines, crossed lines) of a spot; None
+        when `clear` asks for a clear spot and this one is not."""
+        poly = Shape.of(box.corners())
+        out_of_frame = 0 if box.inside(width_in, height_in) else 1
+        if clear and (out_of_frame or any(overlap(poly, b, 0.01) for b in texts)
+                      or any(overlap(poly, b, 0.015) for b in placed)
+                      or any(overlap(poly, m, 0.01) for m in markers)
+                      or any(j != i and parallel(i, j) and overlap(poly, segments[j]) for j in range(len(links)))):
+            return None
         text = sum(overlap(poly, b, 0.01) for b in texts) + sum(overlap(poly, b, 0.015) for b in placed)
-        marks = sum(overlap(poly, m, 0.01) for m in markers) + (0 if box.inside(width_in, height_in) else 1)
-        ambiguous = sum(1 for j in range(len(links)) if j != i and parallel(i, j)
-                        and overlap(poly, [links[j][0], links[j][1]]))
+        marks = sum(overlap(poly, m, 0.01) for m in markers) + out_of_frame
+        ambiguous = sum(1 for j in range(len(links)) if j != i and parallel(i, j) and overlap(poly, segments[j]))
         return text, marks, ambiguous, sum(overlap(poly, sg) for j, sg in enumerate(segments) if j != i)
 
     def choose(i, w, h, along=_ALONG, clear=True):
         best = None
         for box, pref in candidates(i, w, h, along):
-            c = cost(i, box)
-            if clear and c[:3] != (0, 0, 0):
+            c = cost(i, box, clear)
+            if c is None:
                 continue
             score = (c, pref)
             if best is None or score < best[0]:
                 best = (score, box)
+            if c == (0, 0, 0, 0):
+                break       # candidates come in order of preference: none can do better
         return best
 
     for i in order:
@@ -368,6 +400,6 @@ def place_link_labels(links: list[tuple[Point, Point]], variants: list[list[tupl
             else:
                 box = best[1]
             spot = LinkLabelSpot(box, None)
-        placed.append(spot.box.corners())
+        placed.append(Shape.of(spot.box.corners()))
         out[i] = spot
     return [out[i] for i in range(len(links))]
