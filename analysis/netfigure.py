@@ -44,7 +44,7 @@ class DcMark:
     lon: float | None
     at_in: tuple[float, float]      # where its marker is drawn (inches on the map)
     true_in: tuple[float, float] | None   # where it is, when drawn apart from it
-    lines: tuple[tuple[str, str], ...]     # (text, kind): name, place, size, scheme, straggler, note
+    lines: tuple[tuple[str, str], ...]     # (text, kind): kind name, place, size, scheme or straggler
     label: L.NodeLabelSpot
     straggler: bool
     root: bool
@@ -101,7 +101,7 @@ class NetDrawing:
         """Every text the figure shows besides the axes' tick labels."""
         out = [self.title] + [t for d in self.dcs for t, _ in d.lines]
         out += [lk.shown for lk in self.links if lk.shown is not None]
-        out += [f"{t}" for t, _, _ in self.table] + [f"{ab}: {txt}" for _, ab, txt in self.table]
+        out += [str(t) for t, _, _ in self.table] + [f"{ab}: {txt}" for _, ab, txt in self.table]
         return out + list(self.notes)
 
 
@@ -154,7 +154,7 @@ def _stragglers(scenario, graph) -> dict[int, list[str]]:
         if rule.dc is not None:
             out.setdefault(scenario.dc_index(rule.dc), []).append(f"straggler: every worker x{rule.factor:g}")
             continue
-        for n, a in hosts.items():
+        for a in hosts.values():
             hid = f"h{a['dc_index']}r{a['rack']}w{a['worker']}"
             if rule.worker == a["worker_index"] or rule.worker == hid:
                 out.setdefault(a["dc_index"], []).append(f"straggler: {hid} x{rule.factor:g}")
