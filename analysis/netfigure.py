@@ -511,7 +511,8 @@ def _draw_block(ax, fr: L.Frame, dc: DcMark, scheme_color: str) -> None:
         nx = min(max(dc.at_in[0], left), b.cx + b.hw)
         ny = min(max(dc.at_in[1], b.cy - b.hh), top)
         (x1, y1), (x2, y2) = fr.to_data(*dc.at_in), fr.to_data(nx, ny)
-        ax.plot([x1, x2], [y1, y2], color=MARKER_COLOR, linewidth=0.4, zorder=4)
+        ax.plot([x1, x2], [y1, y2], color=MARKER_COLOR, linewidth=0.6, zorder=4)
+        ax.plot([x2], [y2], marker="o", markersize=1.8, color=MARKER_COLOR, zorder=4)
     # a light white ground: lines under the block stay visible, the text stays legible
     (x0, y0), (x1, y1) = fr.to_data(left, b.cy - b.hh), fr.to_data(b.cx + b.hw, top)
     ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor="white", edgecolor="none",

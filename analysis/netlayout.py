@@ -132,11 +132,16 @@ def spread_apart(points: list[tuple[float, float]],
             continue
         cx = sum(points[i][0] for i in members) / len(members)
         cy = sum(points[i][1] for i in members) / len(members)
-        r = min_sep_in / (2 * math.sin(math.pi / len(members)))
-        # keep the group's own arrangement: order its members by their angle round the centre
-        order = sorted(members, key=lambda i: (math.atan2(points[i][1] - cy, points[i][0] - cx), i))
+        n = len(members)
+        r = min_sep_in / (2 * math.sin(math.pi / n))
+        # keep the group's own arrangement: members in the order of their angle round the
+        # centre, the circle turned so that each moves as little as possible
+        angle = {i: math.atan2(points[i][1] - cy, points[i][0] - cx) for i in members}
+        order = sorted(members, key=lambda i: (angle[i], i))
+        turn = math.atan2(sum(math.sin(angle[i] - 2 * math.pi * k / n) for k, i in enumerate(order)),
+                          sum(math.cos(angle[i] - 2 * math.pi * k / n) for k, i in enumerate(order)))
         for k, i in enumerate(order):
-            a = math.pi / 2 - 2 * math.pi * k / len(members)
+            a = turn + 2 * math.pi * k / n
             out[i] = (cx + r * math.cos(a), cy + r * math.sin(a))
     return out
 
@@ -161,6 +166,10 @@ class Box:
         return [(self.cx + sx * self.hw * ux + sy * self.hh * vx,
                  self.cy + sx * self.hw * uy + sy * self.hh * vy)
                 for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+
+    def distance(self, p: Point) -> float:
+        """From a point to this (axis-aligned) box; 0 inside it."""
+        return math.hypot(max(abs(p[0] - self.cx) - self.hw, 0.0), max(abs(p[1] - self.cy) - self.hh, 0.0))
 
     def inside(self, width_in: float, height_in: float) -> bool:
         return all(0 <= x <= width_in and 0 <= y <= height_in for x, y in self.corners())
@@ -250,9 +259,12 @@ class NodeLabelSpot:
     leader: bool        # drawn away from its marker: a thin line joins them
 
 
-# side of the marker the block goes to, in order of preference (right, left, above, ...)
-_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))
-_RINGS_IN = (0.0, 0.18, 0.4, 0.7)
+# where the block goes round its marker, in order of preference: (side, slide) with side
+# right, left, above, below and slide along that side (0: centred on the marker, 1 and -1:
+# an end of the block at the marker, so the block sits diagonally)
+_SIDES = ((1, 0), (-1, 0), (0, 1), (0, -1))
+_SLIDES = (0.0, 1.0, -1.0, 0.5, -0.5)
+_RINGS_IN = (0.0, 0.15, 0.35, 0.6, 0.9, 1.3)
 
 
 def middle_half(seg: list[Point]) -> list[Point]:
@@ -267,37 +279,43 @@ def place_node_labels(markers: list[Point], sizes: list[tuple[float, float]],
     """A block of size (w, h) for every marker, on the side where it hides the least:
     never a marker or another block when avoidable, then as few lines (WAN links, arrows:
     `segments`) as possible, a link's middle (`label_room`, where its label goes) counting
-    three times, then the nearest ring and the preferred side. The most crowded markers
-    choose first."""
-    shapes = [marker_shape(m) for m in markers]
+    three times, not nearer another marker than its own, then the nearest ring and the
+    preferred side. The most crowded markers choose first."""
+    shapes = [Shape.of(marker_shape(m)) for m in markers]
+    segments = [Shape.of(sg) for sg in segments]
+    label_room = [Shape.of(sg) for sg in label_room]
 
     def crowd(i):
         return sum(1 for j, m in enumerate(markers) if j != i and math.dist(m, markers[i]) < 1.2)
     order = sorted(range(len(markers)), key=lambda i: (-crowd(i), i))
-    placed: dict[int, Box] = {}
+    placed: list[Shape] = []
     out: dict[int, NodeLabelSpot] = {}
     for i in order:
         (mx, my), (w, h) = markers[i], sizes[i]
         best = None
         for ring_k, ring in enumerate(_RINGS_IN):
-            for dir_k, (dx, dy) in enumerate(_DIRECTIONS):
-                gap = MARKER_RADIUS_IN + NODE_LABEL_GAP_IN + ring
-                if dx and dy:       # diagonal: corner of the block at 45 degrees
-                    gap *= 0.75
-                cx = mx + dx * (gap + w / 2)
-                cy = my + dy * (gap + h / 2)
-                box = Box(cx, cy, w / 2, h / 2)
-                poly = box.corners()
+            gap = MARKER_RADIUS_IN + NODE_LABEL_GAP_IN + ring
+            for pos_k, ((sx, sy), f) in enumerate((side, f) for side in _SIDES for f in _SLIDES):
+                if sx and abs(f) == 0.5:
+                    continue            # beside the marker the block is short: 3 slides do
+                if sx:
+                    box = Box(mx + sx * (gap + w / 2), my + f * h / 2, w / 2, h / 2)
+                else:
+                    box = Box(mx + f * w / 2, my + sy * (gap + h / 2), w / 2, h / 2)
+                poly = Shape.of(box.corners())
                 hard = sum(overlap(poly, s, 0.01) for j, s in enumerate(shapes) if j != i)
-                hard += sum(overlap(poly, b.corners(), 0.02) for b in placed.values())
+                hard += sum(overlap(poly, b, 0.02) for b in placed)
                 hard += 0 if box.inside(width_in, height_in) else 1
                 soft = sum(overlap(poly, s) for s in segments) + 2 * sum(overlap(poly, s) for s in label_room)
-                score = (hard, soft + 2 * ring_k, ring_k, dir_k)
+                # a block nearer another marker than its own reads as that one's label
+                own = box.distance(markers[i])
+                soft += 3 * sum(1 for j, m in enumerate(markers) if j != i and box.distance(m) < own)
+                score = (hard, soft + 3 * ring_k, ring_k, pos_k)
                 if best is None or score < best[0]:
                     best = (score, box, ring > 0)
             if best[0][:2] == (0, 0):
                 break       # free of everything on this ring: nearer is better
-        placed[i] = best[1]
+        placed.append(Shape.of(best[1].corners()))
         out[i] = NodeLabelSpot(best[1], best[2])
     return [out[i] for i in range(len(markers))]
 

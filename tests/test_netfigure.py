@@ -138,6 +138,8 @@ def test_netstorm_9dc_every_datacenter_and_link_with_rate_and_rtt():
     # n3, n4, n5 (London, Madrid, Frankfurt) are too close on a world map: drawn apart
     moved = {x.name for x in d.dcs if x.true_in is not None}
     assert moved == {"n3", "n4", "n5"}
+    n3, n4, n5 = d.dcs[3].at_in, d.dcs[4].at_in, d.dcs[5].at_in    # London, Madrid, Frankfurt
+    assert n4[1] < min(n3[1], n5[1]) and n3[0] < n5[0]            # Madrid south, London west
     assert "n3, n4, n5 are drawn apart from where they are" in d.caption
     at = [x.at_in for x in d.dcs]
     assert min(math.dist(p, q) for k, p in enumerate(at) for q in at[k + 1:]) >= L.MIN_SEPARATION_IN - 1e-9
@@ -281,6 +283,10 @@ iterations: 2
     pts = L.spread_apart([(1.0, 1.0), (1.05, 1.0), (3.0, 1.0)], 0.3)
     assert pts[2] == (3.0, 1.0) and math.dist(pts[0], pts[1]) == pytest.approx(0.3)
     assert np.mean([pts[0], pts[1]], axis=0) == pytest.approx([1.025, 1.0])
+    assert pts[0][0] < pts[1][0] and pts[0][1] == pytest.approx(pts[1][1])   # west stays west
+    trio = [(0.0, 0.1), (0.1, 0.1), (0.05, 0.0)]      # two side by side, one below them
+    a, b, c = L.spread_apart(trio, 0.4)
+    assert a[0] < b[0] and c[1] < min(a[1], b[1])
 
 
 # ---------------------------------------------------------------- schemes without a tree, no plan
