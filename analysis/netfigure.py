@@ -40,8 +40,14 @@ def parse_formats(formats: str) -> tuple[str, ...]:
 def main(scenario: str, overrides: list[str], out: str | None, formats: str) -> int:
     """Write <out or .>/network-<scenario name>.<format> for each format; print the paths."""
     from testbed.scenario import load_scenario
+    from testbed.sweep_model import is_sweep_file, load_sweep
     from topologies.graph import build_graph
     fmts = parse_formats(formats)
+    if is_sweep_file(scenario):   # a sweep: its base with its fixed overrides and first point
+        sw = load_sweep(scenario)
+        first = sw.points()[0]
+        print(f"{scenario} is a sweep: drawing its first point {first.params}")
+        scenario, overrides = sw.base, [*sw.fixed, *first.overrides(), *overrides]
     scn = load_scenario(scenario, overrides, emulation_limits=False)
     graph = build_graph(scn)
     plan, err = plan_of(graph, scn)

@@ -397,3 +397,13 @@ def test_a_run_whose_recorded_placement_differs_is_said(tmp_path):
     d, why = NF.describe_run(run)
     assert why == "" and "The run recorded another placement (server ps0 on h2r1w1, now h1r1w1); " \
                          "the figure shows today's plan." in d.caption
+
+
+def test_a_sweep_file_draws_its_first_point(tmp_path, capsys):
+    demo = Path(__file__).resolve().parent.parent / "scenarios" / "demo.yaml"
+    assert NF.main(str(demo), [], str(tmp_path), "svg") == 0
+    out = capsys.readouterr().out
+    assert "is a sweep: drawing its first point" in out
+    svg = (tmp_path / "network-geo-3dc-small.svg").read_text()
+    # the sweep's fixed overrides apply (20 Mbps WAN, stragglers) and its first point's scheme
+    assert "20 Mbps / 91 ms" in svg and "probability 0.2" in svg and "server: ps0" in svg
