@@ -72,6 +72,8 @@ Columns of the row:
                              tx_dropped on the switches' interfaces over the run
   accuracy_initial, loss_initial  the model before training (worker_start)
   final_accuracy, final_loss test accuracy and loss after the last complete iteration
+  final_auc                  test AUC after the last complete iteration (workloads that
+                             report it: sparse); None otherwise
   target_accuracy, time_to_accuracy_s
                              from the earliest start of the first iteration to the end of
                              the first iteration (or eval) whose accuracy >= the target
@@ -102,7 +104,7 @@ COLUMNS = (
     "job_goodput_mbps", "wan_bytes_per_iteration", "bytes_sent_per_iteration",
     "packets_sent", "retransmissions", "retransmission_rate", "duplicate_results",
     "switch_drops", "accuracy_initial", "loss_initial", "final_accuracy", "final_loss",
-    "target_accuracy", "time_to_accuracy_s", "max_error", "within_quantization_bound",
+    "final_auc", "target_accuracy", "time_to_accuracy_s", "max_error", "within_quantization_bound",
     "worker_errors")
 
 
@@ -145,7 +147,8 @@ def iteration_table(events: Mapping[str, Sequence[dict]], dilation: float = 1.0,
     """The job's complete iterations, in order, real-world seconds:
     {iteration, warmup (left out of steady statistics), start_s, end_s (since the job's
     first start), time_s (job iteration time), compute_max_s, comm_max_s (slowest worker's),
-    retransmissions, accuracy, loss (the first worker's report: in BSP all hold one model)}."""
+    retransmissions, accuracy, loss, auc (the first worker's report: in BSP all hold one
+    model; auc None unless the workload reports it)}."""
     s = float(dilation)
     recs = records(events) if recs is None else recs
     by_it: dict[int, list[M.IterationRecord]] = {}
@@ -163,7 +166,7 @@ def iteration_table(events: Mapping[str, Sequence[dict]], dilation: float = 1.0,
                     "compute_max_s": max(comp) / s if comp else None,
                     "comm_max_s": max(comm) / s if comm else None,
                     "retransmissions": sum(r.retransmissions for r in rs),
-                    "accuracy": first.accuracy, "loss": first.loss})
+                    "accuracy": first.accuracy, "loss": first.loss, "auc": first.auc})
     return out
 
 
@@ -259,6 +262,7 @@ def run_metrics(events: Mapping[str, Sequence[dict]], counters: Sequence[dict] =
         "loss_initial": start.get("loss_initial"),
         "final_accuracy": last.get("accuracy"),
         "final_loss": last.get("loss"),
+        "final_auc": last.get("auc"),
         "target_accuracy": target_accuracy,
         "time_to_accuracy_s": tta,
         "max_error": max((r.max_error for r in errs), default=None),

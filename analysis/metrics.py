@@ -14,7 +14,7 @@ Events read (the schema of workers/events.py; other events and fields are ignore
   compute_end      {t, worker, iteration}         end of the compute phase
   iteration_end    {t | t_end, worker, iteration, t_start?, gradient_bytes (or bytes),
                     compute_s?, comm_s?, retransmissions? (or retransmits), bytes_sent?,
-                    packets_sent?, loss?, accuracy?, max_error?, error_bound?,
+                    packets_sent?, loss?, accuracy?, auc?, max_error?, error_bound?,
                     comm_stats? {duplicate_results?, ...} (older INA logs: top level)}
   eval             {t, iteration?, accuracy}       optional: accuracy measured off the
                                                    iteration path
@@ -48,6 +48,7 @@ class IterationRecord:
     accuracy: float | None = None        # test accuracy after the update
     max_error: float | None = None       # verify: |sum - float64 reference|, and its bound
     error_bound: float | None = None
+    auc: float | None = None             # test AUC after the update (binary workloads)
 
     @property
     def iteration_s(self) -> float:
@@ -104,7 +105,8 @@ def iteration_records(events: Iterable[dict], worker: str | None = None) -> list
                                    None if comm is None else float(comm),
                                    int(e.get("bytes_sent") or 0), int(e.get("packets_sent") or 0),
                                    int(dup), _num(e.get("loss")), _num(e.get("accuracy")),
-                                   _num(e.get("max_error")), _num(e.get("error_bound"))))
+                                   _num(e.get("max_error")), _num(e.get("error_bound")),
+                                   _num(e.get("auc"))))
     out.sort(key=lambda r: (r.t_start, r.worker))
     return out
 

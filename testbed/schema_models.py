@@ -14,7 +14,9 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Strict as Str
 import schemes
 from topologies import catalog
 from workers import datasets, models, presets
-from workers.workload import check_dataset, check_scale, synthetic_size
+from workers.ctr_data import CtrSpec
+from workers.workload import (SPARSE_BATCH, SPARSE_LR, check_dataset, check_scale, check_sparse_size,
+                              synthetic_size)
 
 SCHEMES = schemes.NAMES             # the registry, schemes/__init__.py
 
@@ -241,7 +243,29 @@ class ModelWorkload(Strict):
         return check_dataset(info.data.get("name"), v)
 
 
-Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload}, "kind", "synthetic")
+class SparseWorkload(Strict):
+    """A CTR model with an embedding table over Zipf-distributed ids (workers/ctr_data.py,
+    workers/ctr_model.py); defaults: CtrSpec's."""
+    kind: Literal["sparse"]
+    fields: Int = Field(default=CtrSpec.fields, ge=1, le=64)          # categorical fields per sample
+    vocabulary: Int = Field(default=CtrSpec.vocabulary, ge=2)         # ids, one embedding row each
+    zipf_exponent: Float = Field(default=CtrSpec.zipf_exponent, gt=0)  # s: P(rank r) ~ r^-s
+    embedding_dim: Int = Field(default=CtrSpec.embedding_dim, ge=1, le=256)
+    hidden: Int = Field(default=CtrSpec.hidden, ge=1, le=1024)       # tanh units of the dense part
+    batch_size: Int = Field(default=SPARSE_BATCH, gt=0)
+    lr: Float = Field(default=SPARSE_LR, gt=0)
+    clip: Float = Field(default=4.0, gt=0)         # as in the synthetic workload
+
+    @field_validator("embedding_dim")
+    @classmethod
+    def _table_fits(cls, v, info):
+        if "vocabulary" in info.data:
+            check_sparse_size(info.data["vocabulary"], v)
+        return v
+
+
+Workload = _tagged({"synthetic": SyntheticWorkload, "model": ModelWorkload, "sparse": SparseWorkload},
+                   "kind", "synthetic")
 
 
 # ---------------------------------------------------------------- compute time (ms)

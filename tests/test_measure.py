@@ -75,6 +75,7 @@ def test_row_by_hand():
     assert m["bytes_sent_per_iteration"] == pytest.approx(1100 + 1100)
     assert m["accuracy_initial"] == 0.1 and m["loss_initial"] == 2.0
     assert m["final_accuracy"] == 0.7 and m["final_loss"] == 1.0
+    assert m["final_auc"] is None                        # these logs carry no auc
     assert m["time_to_accuracy_s"] is None and m["target_accuracy"] is None
     assert m["max_error"] is None and m["within_quantization_bound"] is None
     assert m["worker_errors"] == 0 and m["switch_drops"] == 0
@@ -134,6 +135,15 @@ def test_logged_comm_s_and_comm_stats_are_read():
     # retransmissions under either field name
     ev = {w: it(w, 0, 0, 1, **kw) for w, kw in (("a", {"retransmissions": 3}), ("b", {"retransmits": 2}), ("c", {}))}
     assert run_metrics(ev)["retransmissions"] == 5
+
+
+def test_final_auc_is_the_last_complete_iterations():
+    ev = {w: it(w, 0, 0, 1, accuracy=0.6, auc=0.55) + it(w, 1, 1, 2, accuracy=0.7, auc=0.71)
+          for w in ("a", "b")}
+    ev["a"] += it("a", 2, 2, 3, auc=0.9)          # b never finished iteration 2
+    m = run_metrics(ev)
+    assert m["final_auc"] == 0.71 and m["final_accuracy"] == 0.7
+    assert [j["auc"] for j in iteration_table(ev)] == [0.55, 0.71]
 
 
 def test_quantization_bound_over_every_iteration():

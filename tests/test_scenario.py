@@ -261,7 +261,7 @@ def test_validate_files_reports_each_file():
     ("wan.bandwidth_schedule=5", "wan.bandwidth_schedule: must be a list of {t_s, mbps} or a mapping "
                                  "{min_mbps, max_mbps, every_s} (got 5)"),
     ("workload={kind: model, name: resnet}", "workload.name: unknown name 'resnet' (known: logreg, mlp, cnn)"),
-    ("workload.kind=video", "workload.kind: unknown kind 'video' (known: synthetic, model)"),
+    ("workload.kind=video", "workload.kind: unknown kind 'video' (known: synthetic, model, sparse)"),
 ])
 def test_type_and_choice_errors(ov, expected):
     with pytest.raises(ScenarioError) as ei:

@@ -8,7 +8,8 @@ Events a worker writes (workers/worker.py, the one loop of every scheme, which s
 each is stamped), once at the start:
   worker_start     {index, pid, scheme, parameters, model, dataset, preset (synthetic
                     layer structure or null), layers (tensors in the gradient), n_workers,
-                    loss_initial, accuracy_initial (the model before training), dilation}
+                    loss_initial, accuracy_initial (the model before training; the
+                    sparse workload also auc_initial), dilation}
   comm_ready       {setup_s, comm: {the communicator's fixed facts}}
   worker_ready     (then the worker waits for the start file)
 per iteration i:
@@ -20,7 +21,7 @@ per iteration i:
                     comm_s (first_send -> last_result), gradient_bytes (4 x parameters),
                     bytes_sent, bytes_received, packets_sent, retransmissions (this
                     iteration's, workers.communicator.Counters), batch_loss, loss, accuracy
-                    (test set, after the update), stragglers, result_sha1, comm_stats
+                    (test set, after the update; the sparse workload also auc), stragglers, result_sha1, comm_stats
                     {scheme-specific: INA's srtt_s, rto_s, cwnd, ...}, [max_error, error_bound]}
 and once at the end: worker_end {iterations, reason: finished | duration reached |
 terminated (SIGTERM), elapsed_s, cpu_s, ...} or worker_error {error}.

@@ -153,11 +153,11 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
     work = Workload(WorkloadSpec.from_scenario(cfg.workload), cfg.seed, cfg.n_workers)
     ident = WorkerIdentity(cfg.index if cfg.compute_index is None else cfg.compute_index,
                            cfg.host_id, cfg.dc, cfg.compute_speed)
-    loss0, acc0 = work.evaluate()       # before any update: the curve's starting point
+    initial = work.test_metrics()       # before any update: the curve's starting point
     log.log("worker_start", index=cfg.index, pid=os.getpid(), scheme=cfg.scheme,
             parameters=work.size, model=work.spec.model, dataset=work.spec.dataset,
             preset=work.spec.preset, layers=len(work.layers), n_workers=cfg.n_workers,
-            loss_initial=loss0, accuracy_initial=acc0, dilation=cfg.dilation)
+            **{f"{k}_initial": v for k, v in initial.items()}, dilation=cfg.dilation)
     make_comm = make_comm or load_communicator(cfg.communicator)
     comm = make_comm(cfg.comm, Me(cfg.worker, cfg.index, cfg.n_workers, cfg.ip, cfg.dilation))
     done, reason = 0, "finished"
@@ -186,10 +186,10 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
                 exact = np.sum(grads, axis=0)
                 extra = {"max_error": float(np.max(np.abs(np.asarray(total, np.float64) - exact))),
                          "error_bound": comm.error_bound(grads)}
-            loss, acc = work.evaluate()
+            tested = work.test_metrics()   # loss, accuracy (and auc: sparse workload)
             log.log("iteration_end", iteration=it, t_start=t_start, t_end=t_end,
                     compute_s=t_comp - t_start, comm_s=t_last - t_send, gradient_bytes=grad_bytes,
-                    **counts, batch_loss=batch_loss, loss=loss, accuracy=acc, stragglers=reasons,
+                    **counts, batch_loss=batch_loss, **tested, stragglers=reasons,
                     result_sha1=hashlib.sha1(np.ascontiguousarray(total, np.float32)).hexdigest(),
                     comm_stats=comm.stats(), **extra)
             done = it + 1

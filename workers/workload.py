@@ -23,6 +23,13 @@ values are the model's gradient and the rest synthetic filler, so a run sized fo
 network (N values) still reports loss and accuracy. `Workload.gradient` returns the full
 N-value tensor; `Workload.layers` names its parts, (name, values) in order: the model's
 tensors, a preset's tensors, or one tensor `gradient` for a plain synthetic size.
+
+Sparse: a CTR model (workers/ctr_model.py: an embedding table shared by F categorical
+fields, then a small MLP) on a seeded data set whose ids follow a Zipf law
+(workers/ctr_data.py); trained like the model workload (shards, minibatch, clip, BSP), and
+it also reports the test AUC. Only the embedding rows of ids in a worker's minibatch are
+non-zero in its gradient. `row_blocks` names the row-sparse parts of the flat vector, for
+communicators that send only touched rows (schemes/ps: push touched_rows).
 """
 from __future__ import annotations
 
@@ -31,17 +38,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from workers import presets
+from workers.ctr_data import CtrSpec, ctr_dataset
+from workers.ctr_model import CtrModel, ctr_layers, ctr_row_block
 from workers.datasets import NAMES as DATASETS, DataSpec, data_shape, load_dataset, missing_dependency
 from workers.models import build_model
 
 DEFAULT_CLIP = 4.0
-_BATCH, _SYNTH = 13, 14         # seed streams (workers/datasets.py and models.py hold the others)
+_BATCH, _SYNTH = 13, 14         # seed streams (workers/datasets.py, models.py, ctr_data.py and
+                                # ctr_model.py hold the others)
+# The largest sparse model: vocabulary x embedding_dim values in the gradient (64 MB of
+# float32). Far above what this machine's emulated links carry per iteration; it keeps a
+# typo (a vocabulary of 10^9) from allocating gigabytes in every worker.
+MAX_SPARSE_VALUES = 1 << 24
+# The sparse workload's training defaults. Measured with 4 workers (the update averages 256
+# samples), seeds 0-4: test AUC 0.49-0.52 before training, 0.60-0.72 after 10 iterations,
+# 0.65-0.74 after 30 (tests/test_sparse_workload.py)
+SPARSE_BATCH, SPARSE_LR = 64, 2.0
 
 
 # ---------------------------------------------------------------- the workload a job runs
 @dataclass(frozen=True)
 class WorkloadSpec:
-    kind: str = "synthetic"          # synthetic | model
+    kind: str = "synthetic"          # synthetic | model | sparse
     parameters: int = 65536          # synthetic: N values per iteration (a preset sets it)
     model: str = "logreg"            # model kind (also the one synthetic runs carry)
     batch_size: int = 32
@@ -52,6 +70,7 @@ class WorkloadSpec:
     dataset: str = "synthetic"       # what the model trains on (synthetic runs: always synthetic)
     preset: str | None = None        # synthetic: the layer structure of a published model
     scale: float = 1.0               # synthetic with a preset: every layer shrunk by this
+    ctr: CtrSpec = CtrSpec()         # sparse: the data set's and the model's sizes
 
     @classmethod
     def from_scenario(cls, workload: dict) -> "WorkloadSpec":
@@ -61,11 +80,28 @@ class WorkloadSpec:
             preset, scale = workload.get("preset"), float(workload.get("scale", 1.0))
             n = synthetic_size(preset, scale, workload.get("parameters"))
             return cls("synthetic", n, clip=clip, preset=preset, scale=scale)
+        if workload["kind"] == "sparse":
+            ctr = CtrSpec(**{k: workload[k] for k in SPARSE_SIZES if k in workload})
+            return cls("sparse", 0, "ctr", int(workload.get("batch_size", SPARSE_BATCH)),
+                       float(workload.get("lr", SPARSE_LR)), clip=clip, dataset="zipf-ctr", ctr=ctr)
         ds = workload.get("dataset", "synthetic")
         if ds not in DATASETS:
             raise ValueError(f"workload.dataset: unknown data set {ds!r} (known: {', '.join(DATASETS)})")
         return cls("model", 0, workload["name"], int(workload.get("batch_size", 32)),
                    float(workload.get("lr", 0.1)), clip=clip, dataset=ds)
+
+
+# the sparse section's fields that size the data set and the model (CtrSpec's)
+SPARSE_SIZES = ("fields", "vocabulary", "zipf_exponent", "embedding_dim", "hidden")
+
+
+def check_sparse_size(vocabulary: int, embedding_dim: int | None) -> int:
+    """The sparse model's table must fit (MAX_SPARSE_VALUES); schema_models.py calls it."""
+    if embedding_dim is not None and vocabulary * embedding_dim > MAX_SPARSE_VALUES:
+        raise ValueError(f"{vocabulary} ids x embedding_dim {embedding_dim} = "
+                         f"{vocabulary * embedding_dim:,} values exceed {MAX_SPARSE_VALUES:,}; "
+                         f"lower vocabulary or embedding_dim")
+    return vocabulary
 
 
 def preset_problem(preset: str, scale: float) -> str | None:
@@ -116,7 +152,7 @@ def check_dataset(model: str | None, dataset: str) -> str:
 
 def _layers(spec: WorkloadSpec, model_layers: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """(name, values) of each part of the gradient, in order (module doc)."""
-    if spec.kind == "model":
+    if spec.kind in ("model", "sparse"):
         return list(model_layers)
     if spec.preset is None:
         return [("gradient", max(spec.parameters, sum(n for _, n in model_layers)))]
@@ -130,7 +166,18 @@ def gradient_layers(workload: dict) -> list[tuple[str, int]]:
     """The gradient's layers, (name, values), from the scenario's `workload` section without
     loading the data set (a plan needs only the sizes)."""
     spec = WorkloadSpec.from_scenario(workload)
+    if spec.kind == "sparse":
+        return ctr_layers(spec.ctr)
     return _layers(spec, build_model(spec.model, data_shape(spec.dataset, spec.data)).layers)
+
+
+def row_blocks(workload: dict) -> list[tuple[int, int, int]]:
+    """The row-sparse parts of the flat gradient, (offset, rows, width) each, from the
+    scenario's `workload` section without building the data set (a plan calls it): in a
+    worker's gradient, a row of such a block is either all exactly 0.0 or touched by its
+    minibatch. The sparse workload: its embedding table; [] for dense workloads."""
+    spec = WorkloadSpec.from_scenario(workload)
+    return [ctr_row_block(spec.ctr)] if spec.kind == "sparse" else []
 
 
 def parameter_count(workload: dict) -> int:
@@ -148,8 +195,12 @@ class Workload:
         if spec.clip <= 0:
             raise ValueError(f"gradient clip must be > 0 (got {spec.clip})")
         self.spec, self.seed, self.n_workers = spec, seed, n_workers
-        self.data = load_dataset(spec.dataset, seed, spec.data)
-        self.model = build_model(spec.model, self.data.shape, seed=seed)
+        if spec.kind == "sparse":
+            self.data = ctr_dataset(seed, spec.ctr)
+            self.model = CtrModel(spec.ctr, seed=seed)
+        else:
+            self.data = load_dataset(spec.dataset, seed, spec.data)
+            self.model = build_model(spec.model, self.data.shape, seed=seed)
         self.layers = _layers(spec, self.model.layers)
         self.size = sum(n for _, n in self.layers)
 
@@ -188,3 +239,8 @@ class Workload:
     def evaluate(self) -> tuple[float, float]:
         """(test loss, test accuracy) of the current model."""
         return self.model.evaluate(self.data.x_test, self.data.y_test)
+
+    def test_metrics(self) -> dict:
+        """{loss, accuracy} of the current model on the test set, plus auc for the sparse
+        workload: what the worker logs after every update."""
+        return self.model.test_metrics(self.data.x_test, self.data.y_test)
