@@ -1,7 +1,6 @@
 """analysis/measure.py: the one row of a run, on synthetic event logs with known answers,
 and the proof that summary.json, `run.py plot`, sweep tables and speedups share it."""
 import json
-import math
 from pathlib import Path
 
 import pytest
