@@ -26,7 +26,8 @@ from workers.communicator import Counters
 MAGIC = b"GDA1"
 HEADER = struct.Struct("<4sHHQQ")
 DTYPES = (np.dtype("<f4"), np.dtype("<f8"), np.dtype("<i4"), np.dtype("<i8"),
-          np.dtype("u1"))   # bytes: JSON control messages (schemes/netstorm/wire.py)
+          np.dtype("u1"),   # bytes: JSON control messages (schemes/netstorm/wire.py)
+          np.dtype("<u4"))  # row frames (ROWS, ROWS_END, ROWS_RESULT: encode_rows)
 
 # frame kinds
 HELLO = 1      # first frame on a connection: tag = sender's rank
@@ -34,6 +35,9 @@ DATA = 2       # a (partial) gradient going up / around
 RESULT = 3     # an aggregated result coming back down
 BYE = 4        # orderly end: the receiver stops waiting for more
 DATA_END = 5   # the last DATA chunk of an iteration
+ROWS = 6       # touched rows of a row-sparse block going up (encode_rows)
+ROWS_END = 7   # ROWS as the last piece of an iteration
+ROWS_RESULT = 8   # the union of the children's rows with their sums, coming back down
 
 MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
 
@@ -266,3 +270,66 @@ def channel_counters(chans) -> Counters:
     return Counters(bytes_sent=sum(c.bytes_sent for c in chans),
                     bytes_received=sum(c.bytes_received for c in chans),
                     packets_sent=sum(t[0] for t in tcp), retransmissions=sum(t[1] for t in tcp))
+
+
+# ---------------------------------------------------------------- row-sparse blocks
+# A row-sparse block (workers.workload.row_blocks) goes as the rows a worker touched, the
+# keys a PS-lite worker pushes. Payload of a ROWS / ROWS_END / ROWS_RESULT frame, uint32
+# words: [n, width, n row ids, n x width float32 values (their bits), row by row].
+ROWS_HEAD = 2     # words before the ids
+
+
+def touched_rows(rows: np.ndarray) -> np.ndarray:
+    """Indices of the rows of a (rows, width) float32 array holding any value that is not
+    +0.0 (bit pattern 0). A row left out is all +0.0, so a receiver that fills the rows it
+    did not get with zeros rebuilds the array bit for bit (-0.0 is sent: it is not +0.0)."""
+    bits = np.ascontiguousarray(rows, dtype=np.float32).view(np.uint32)
+    return np.flatnonzero(bits.any(axis=1))
+
+
+def encode_rows(ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The uint32 payload of a row frame: ids (n,) and values (n, width) float32."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if values.ndim != 2 or len(ids) != len(values):
+        raise ValueError(f"encode_rows: {len(ids)} ids for values of shape {values.shape}")
+    head = np.array([len(ids), values.shape[1]], dtype=np.uint32)
+    return np.concatenate([head, np.asarray(ids, dtype=np.uint32), values.view(np.uint32).reshape(-1)])
+
+
+def decode_rows(payload: np.ndarray, peer: str, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ids uint32 (n,), values float32 (n, width)) of a row frame's payload; a malformed
+    payload (ids not strictly increasing, or another width than expected) is a PeerError
+    naming the peer."""
+    if payload.dtype != np.uint32 or payload.size < ROWS_HEAD:
+        raise PeerError(f"{peer}: a row frame must hold uint32 words [n, width, ids, values] "
+                        f"(got {payload.size} values of {payload.dtype}): peers of another version?")
+    n, w = int(payload[0]), int(payload[1])
+    if payload.size != ROWS_HEAD + n * (1 + w) or (width is not None and w != width):
+        raise PeerError(f"{peer}: row frame of {payload.size} words does not hold {n} rows of width "
+                        f"{w}{'' if width is None else f' (expected width {width})'}: same scenario "
+                        f"everywhere?")
+    ids = payload[ROWS_HEAD:ROWS_HEAD + n]
+    if n > 1 and not np.all(ids[1:] > ids[:-1]):
+        raise PeerError(f"{peer}: row frame ids are not strictly increasing (a row named twice?)")
+    return ids, payload[ROWS_HEAD + n:].view(np.float32).reshape(n, w)
+
+
+def sum_rows_in_order(parts: list[tuple[np.ndarray, np.ndarray]], width: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the parts' row ids (sorted) and, per row, the float32 sum of the parts in
+    order, each part counting +0.0 for a row it lacks: the very additions sum_in_order makes
+    on the dense arrays, so the rows' bits equal the dense sum's (and every row outside the
+    union is +0.0 there too). parts: (ids, values (n, width)) per child, in child-rank order,
+    each part's ids distinct (decode_rows checks it)."""
+    ids = [np.asarray(i, dtype=np.int64) for i, _ in parts]
+    union = np.unique(np.concatenate(ids)) if ids else np.empty(0, np.int64)
+    acc = np.zeros((len(union), width), dtype=np.float32)
+    for k, (i, (_, values)) in enumerate(zip(ids, parts)):
+        pos = np.searchsorted(union, i)
+        if k == 0:
+            acc[pos] = values          # acc = part 0, as sum_in_order copies its first part
+        else:
+            add = np.zeros_like(acc)   # + 0.0 where this part lacks the row (turns -0.0 into +0.0)
+            add[pos] = values
+            acc += add
+    return union.astype(np.uint32), acc

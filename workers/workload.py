@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workers import presets
-from workers.ctr_data import CtrSpec, ctr_dataset
+from workers.ctr_data import CtrSpec, ctr_dataset, expected_touched_rows
 from workers.ctr_model import CtrModel, ctr_layers, ctr_row_block
 from workers.datasets import NAMES as DATASETS, DataSpec, data_shape, load_dataset, missing_dependency
 from workers.models import build_model
@@ -184,6 +184,16 @@ def parameter_count(workload: dict) -> int:
     """Values a worker aggregates per iteration, from the scenario's `workload` section,
     without building the data set (models of the iteration time need only the size)."""
     return sum(n for _, n in gradient_layers(workload))
+
+
+def expected_rows_touched(workload: dict, workers: int = 1) -> float:
+    """Expected rows of the row blocks (row_blocks) with a non-zero value in the sum of
+    `workers` workers' gradients: what one worker pushes (workers = 1) and what a server
+    returns (all of them) with ps's push touched_rows. 0 for dense workloads."""
+    spec = WorkloadSpec.from_scenario(workload)
+    if spec.kind != "sparse":
+        return 0.0
+    return expected_touched_rows(spec.ctr, workers * spec.batch_size)
 
 
 class Workload:

@@ -1,25 +1,54 @@
 """Model of ps (docs/model.md): every worker streams its gradient to the shard servers in
 chunks and the sums stream back (pull overlaps push), so one iteration is the busiest
 link's serialization, headers and ACKs included, plus the longest worker-server round trip
-and the return of the last chunk; slow start after idle when the kernel restarts it."""
+and the return of the last chunk; slow start after idle when the kernel restarts it.
+
+With push touched_rows the streams carry, for the workload's row blocks, the expected
+number of rows touched (a worker's minibatch going up, the union of every worker's coming
+back: workers.workload.expected_rows_touched, from the Zipf law), the rest dense."""
 from __future__ import annotations
 
 from schemes import model as M
 from schemes.ps.options import PsOptions
 from schemes.ps.plan import plan
+from workers import framing as fr
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
+from workers.workload import expected_rows_touched
 
 
-def streams(net, load, workers, servers, values, chunk_values=DEFAULT_CHUNK_VALUES) -> list:
-    """Push and pull streams of every worker to every shard server (co-located: no link)."""
-    per = M.framed(-(-values // len(servers)), chunk_values, HEADER.size)
+def row_frame_bytes(rows: float, width: int) -> float:
+    """Bytes of one row frame (workers.framing.encode_rows) holding `rows` rows."""
+    return HEADER.size + 4 * (fr.ROWS_HEAD + rows * (1 + width))
+
+
+def stream_payloads(values: int, shards: int, blocks=(), push_rows: float = 0.0,
+                    pull_rows: float = 0.0, chunk_values: int = DEFAULT_CHUNK_VALUES
+                    ) -> tuple[float, float]:
+    """(push, pull) payload bytes of one worker's stream to one shard server per iteration.
+    Dense: the shard's values in chunk frames, both ways. With row blocks (push
+    touched_rows): the values outside the blocks as dense chunks, plus per block one row
+    frame per shard holding 1/shards of the rows (ids are scattered over the table by the
+    workload's permutations, so each shard's range gets its share): push_rows rows going
+    up, pull_rows (the union over workers) coming back."""
+    dense = values - sum(rows * width for _, rows, width in blocks)
+    base = M.framed(-(-dense // shards), chunk_values, HEADER.size) if dense or not blocks else 0
+    up = base + sum(row_frame_bytes(push_rows / shards, w) for _, _, w in blocks)
+    down = base + sum(row_frame_bytes(pull_rows / shards, w) for _, _, w in blocks)
+    return up, down
+
+
+def streams(net, load, workers, servers, values, chunk_values=DEFAULT_CHUNK_VALUES,
+            payloads: tuple[float, float] | None = None) -> list:
+    """Push and pull streams of every worker to every shard server (co-located: no link).
+    payloads: (push, pull) bytes per stream; default dense (stream_payloads)."""
+    up, down = payloads or stream_payloads(values, len(servers), chunk_values=chunk_values)
     flows = []
     for w in workers:
         for h in servers:
             if w != h:
-                load.tcp(w, h, per)
-                load.tcp(h, w, per)
-                flows += [(w, h, per), (h, w, per)]
+                load.tcp(w, h, up)
+                load.tcp(h, w, down)
+                flows += [(w, h, up), (h, w, down)]
     return flows
 
 
@@ -58,9 +87,19 @@ def predict(graph, scenario, o: PsOptions) -> M.Prediction:
     net = M.Net(graph)
     load = M.Load(net)
     values = M.parameters(scenario)
-    flows = streams(net, load, pl.workers, pl.info["server_hosts"], values)
-    comp = M.compute(graph, scenario, pl.workers)
+    servers = pl.info["server_hosts"]
     notes = []
+    payloads = None
+    blocks = pl.info.get("row_blocks") or []
+    if blocks:
+        section = scenario.workload.model_dump()
+        push = expected_rows_touched(section, 1)
+        pull = expected_rows_touched(section, len(pl.workers))
+        payloads = stream_payloads(values, len(servers), blocks, push, pull)
+        notes.append(f"push touched_rows: about {push:.0f} rows up per worker, {pull:.0f} back "
+                     f"(expected from the Zipf law), the rest dense")
+    flows = streams(net, load, pl.workers, servers, values, payloads=payloads)
+    comp = M.compute(graph, scenario, pl.workers)
     limits = M.tcp_limits(load, flows, scenario)
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
     add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes)

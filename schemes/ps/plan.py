@@ -1,10 +1,11 @@
 """Placement of scheme ps (pure): k shard servers in one datacenter, every worker a child
-of each of them."""
+of each of them; with push touched_rows, the workload's row-sparse blocks for the workers."""
 from __future__ import annotations
 
 from schemes.base import Plan, Server, datacenter_index
 from schemes.ps.options import PsOptions
 from topologies.graph import hosts_by_dc
+from workers.workload import row_blocks
 
 SERVER = "schemes.ps.server"
 COMMUNICATOR = "schemes.ps.communicator:PSCommunicator"
@@ -40,4 +41,10 @@ def plan(graph, scenario, o: PsOptions) -> Plan:
                for i, h in enumerate(srv_hosts)]
     addrs = [[ip(h), o.base_port + i] for i, h in enumerate(srv_hosts)]
     comm = {w: {"servers": addrs, "child_rank": r, "timeout_s": timeout} for r, w in enumerate(workers)}
-    return Plan(workers, comm, servers, info={"server_hosts": srv_hosts})
+    info = {"server_hosts": srv_hosts, "push": o.push}
+    if o.push == "touched_rows":
+        blocks = [list(b) for b in row_blocks(scenario.workload.model_dump())]
+        for c in comm.values():
+            c.update(push=o.push, row_blocks=blocks)
+        info["row_blocks"] = blocks
+    return Plan(workers, comm, servers, info=info)

@@ -8,6 +8,12 @@ run), optionally pushes that partial sum to an upstream server and relays its RE
 overlaps pushing chunk j+1 (as MXNet's PS splits large tensors into keys). With k shards, k servers each own one
 contiguous range of the tensor (`workers.framing.shard_bounds`) and workers talk to all of them at once.
 
+Row frames (ps with push touched_rows): for a row-sparse piece every child sends the rows
+it touched (ROWS, ids + values, sizes differing per child); the server returns the union
+of their rows with the per-row sums in child-rank order (ROWS_RESULT), the same bits as
+the dense sum (workers.framing.sum_rows_in_order). Only a server without an upstream
+takes them: hier-ps pushes dense.
+
 The worker side is schemes/ps/communicator.py.
 
     python3 -m schemes.ps.server --host 10.1.1.1 --port 7100 --children 4 [--upstream IP:PORT --rank R]
@@ -18,11 +24,12 @@ when a child dies or stalls; its children then see their connection close instea
 from __future__ import annotations
 
 import argparse
-import json
 import queue
 import sys
 import threading
 import time
+
+import numpy as np
 
 from workers import framing as fr
 from workers.framing import sum_in_order
@@ -112,22 +119,30 @@ class AggregationServer:
                 if kinds == {fr.BYE}:
                     break
                 tags, sizes = {t for _, t, _ in frames}, {a.size for _, _, a in frames}
-                if len(kinds) != 1 or kinds & {fr.BYE} or len(tags) != 1 or len(sizes) != 1:
+                rows = kinds <= {fr.ROWS, fr.ROWS_END}     # touched rows: sizes differ
+                if len(kinds) != 1 or kinds & {fr.BYE} or len(tags) != 1 or \
+                        (len(sizes) != 1 and not rows):
                     raise fr.PeerError(
                         f"{self.name}: children out of step in iteration {self.iterations} (kinds "
                         f"{sorted(kinds)}, tags {sorted(tags)}, sizes {sorted(sizes)}): same scenario "
                         f"everywhere? a child that ended early stops the whole job")
                 kind, tag = kinds.pop(), tags.pop()
                 t0 = time.perf_counter()
-                total = sum_in_order([a for _, _, a in frames])
+                if rows:
+                    if self.up:
+                        raise fr.PeerError(f"{self.name}: touched-row frames reached a server with an "
+                                           f"upstream; only ps (one level) takes push touched_rows")
+                    result = (fr.ROWS_RESULT, tag, self._sum_rows(frames))
+                else:
+                    result = (fr.RESULT, tag, sum_in_order([a for _, _, a in frames]))
                 self.aggregate_s += time.perf_counter() - t0
                 if self.up:
                     pending.put(tag)
-                    up_out.put((kind, tag, total))
+                    up_out.put((kind, tag, result[2]))
                 else:
                     for q in q_out:
-                        q.put((fr.RESULT, tag, total))
-                if kind == fr.DATA_END:
+                        q.put(result)
+                if kind in (fr.DATA_END, fr.ROWS_END):
                     self.iterations += 1
         except BaseException as e:
             self._fail(e)
@@ -137,6 +152,15 @@ class AggregationServer:
             q.put(None)
         for t in threads[n:]:   # senders drain what is queued; readers are done or closed
             t.join()
+
+    def _sum_rows(self, frames) -> np.ndarray:
+        """The ROWS_RESULT payload of one row piece: every child's rows, summed per row."""
+        parts = [fr.decode_rows(a, self.chans[r].peer) for r, (_, _, a) in enumerate(frames)]
+        widths = {int(a[1]) for _, _, a in frames}
+        if len(widths) != 1:
+            raise fr.PeerError(f"{self.name}: children sent rows of widths {sorted(widths)} for one "
+                               f"piece: same scenario everywhere?")
+        return fr.encode_rows(*fr.sum_rows_in_order(parts, widths.pop()))
 
     def _get(self, q: queue.Queue):
         while True:
