@@ -56,7 +56,7 @@ def test_zipf_probabilities_are_the_bounded_law():
 
 
 def test_data_set_ids_follow_the_law_through_a_per_field_permutation():
-    spec = cd.CtrSpec(fields=3, vocabulary=500, train=20_000, test=100)
+    spec = cd.CtrSpec(fields=3, vocabulary=500, train=50_000, test=100)   # expected counts >= 10
     d = cd.ctr_dataset(4, spec)
     perms = cd.field_permutations(4, spec)
     p = cd.zipf_probabilities(spec.vocabulary, spec.zipf_exponent)
@@ -66,7 +66,7 @@ def test_data_set_ids_follow_the_law_through_a_per_field_permutation():
         assert stats.chisquare(observed, len(d.y_train) * p).pvalue > 1e-3, f   # as above
     hot = [set(perms[f, :10]) for f in range(spec.fields)]
     assert hot[0] != set(range(10)) and hot[0] != hot[1]    # hot ids: not 0..9, not shared
-    assert d.x_train.dtype == np.int64 and d.x_train.shape == (20_000, 3)
+    assert d.x_train.dtype == np.int64 and d.x_train.shape == (50_000, 3)
 
 
 def test_data_set_is_seeded_balanced_and_sharded():
