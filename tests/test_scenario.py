@@ -326,7 +326,7 @@ def test_every_independent_problem_is_reported_with_the_count():
         "wan.edges.0.b: unknown datacenter 'zz' (datacenters: a, b, c)",
         "scheme_options.shards: Input should be greater than or equal to 1 (got 0)",
         "scheme_options.bogus: unknown option 'bogus' for scheme ps (options: verify, base_port, "
-        "timeout_s, server_dc, shards, dedicated_servers)",
+        "timeout_s, server_dc, shards, dedicated_servers, push)",
     ]
     lines = str(e).splitlines()
     assert lines == [f"s.yaml: {p}" for p in e.problems] + ["s.yaml: 8 problems"]
