@@ -54,6 +54,8 @@ class InartPlanOptions(Options):
                                             # draws, or the rounded plan's
     rounds: int = Field(3, ge=1)            # phase 1 -> 2 rounds at most (seeds.md: 2-3)
     tolerance: float = Field(0.01, ge=0)    # stop when no share moves by more than this
+    step: float = Field(0.5, gt=0, le=1)    # the next round routes with this step towards
+                                            # phase 1's answer (1: all the way)
     # ---- re-planning
     replan_threshold: float = Field(0.2, ge=0)   # a used path's bottleneck moved by more than
                                             # this fraction: the plan must change

@@ -139,16 +139,19 @@ class _Search:
 
     def shortest(self, src: str, dst: str, max_hops: int, keep: int, key,
                  rank: str) -> tuple[Path, ...]:
-        """The `keep` shortest simple paths within max_hops. By hops: iterative deepening,
-        all paths of the smallest depth that yields keep of them (at most 16 * keep: beyond,
-        the depth-first order decides among equal lengths), ranked by the full key. By
+        """The `keep` shortest simple paths within max_hops. By hops: iterative deepening to
+        the smallest depth that yields keep paths, ranked by the full key. The paths of the
+        depth before are all there (fewer than keep); of the last depth's at most 16 * keep
+        are enumerated, so among those equal lengths the depth-first order decides. By
         delay: Yen's algorithm (networkx), lazily in delay order, the first keep within
         max_hops among the 16 * keep fastest."""
         if rank == "hops":
-            for depth in range(max(1, self.dist(dst).get(src, max_hops)), max_hops + 1):
-                found = list(islice(self.paths(src, dst, depth), 16 * keep))
+            shorter: list[Path] = []
+            for depth in range(1, max_hops + 1):
+                found = set(shorter) | set(islice(self.paths(src, dst, depth), 16 * keep))
                 if len(found) >= keep or depth == max_hops:
                     return tuple(sorted(found, key=key)[:keep])
+                shorter = list(found)
             return ()
         view = nx.subgraph_view(self.graph, filter_node=lambda n: n in (src, dst) or n not in self.hosts)
         found = []

@@ -368,7 +368,7 @@ def solve_lp(p: RoutingProblem) -> LpSolution:
     res = _solve(model, p.rates, model.primary, scale)
     if res.status == 2 and p.capacity == "strict":
         theta, x = _min_scale(model, p)
-        loads = _loads(model, x, p.rates)
+        loads = _loads(model, x)
         worst = max(loads, key=lambda a: loads[a] / p.rates[a] if p.rates[a] > 0
                     else (math.inf if loads[a] > ZERO else 0.0))
         raise ValueError(
@@ -415,8 +415,9 @@ def expected_streams(p: RoutingProblem, x_ps, x_s) -> dict[str, float]:
     return out
 
 
-def _loads(model: _Model, x, rates: Rates) -> dict[Arc, float]:
-    return {a: sum(v * x[c] for c, v in coefs.items()) for a, coefs in model.links.items()}
+def _loads(model: _Model, x) -> dict[Arc, float]:
+    """Mbps on every arc some path crosses, for the LP point x."""
+    return {a: float(sum(v * x[c] for c, v in coefs.items())) for a, coefs in model.links.items()}
 
 
 def _solution(p: RoutingProblem, model: _Model, x, scale: float) -> LpSolution:
@@ -441,7 +442,7 @@ def _solution(p: RoutingProblem, model: _Model, x, scale: float) -> LpSolution:
             flow[server][key[2]] = v
     streams = {k: sum(v for n, v in x_ps[k].items() if p.remote(n, k)) + sum(y[k].values())
                for k in p.servers}
-    loads = {a: load for a, load in _loads(model, x, p.rates).items() if load > ZERO}
+    loads = {a: load for a, load in _loads(model, x).items() if load > ZERO}
     return LpSolution(p.servers, p.workers, float(sum(v * x[c] for c, v in model.primary.items())),
                       x_ps, x_s, y, flow, streams, expected_streams(p, x_ps, x_s), loads, scale,
                       float(sum(v * x[c] for c, v in model.stream_hops.items())),
