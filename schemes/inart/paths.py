@@ -15,6 +15,7 @@ Data:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import islice
 from typing import Iterable, Iterator, Literal, Mapping
@@ -50,10 +51,14 @@ def merge_rates(graph: nx.Graph, base: Rates, changes: Mapping) -> dict[Arc, flo
         if not (isinstance(arc, tuple) and len(arc) == 2 and graph.has_edge(*arc)):
             raise ValueError(f"link rate for {arc!r}: not a link of the topology; keys are "
                              f"(from node, to node) pairs of adjacent nodes")
-        if not float(rate) >= 0:
+        try:
+            value = float(rate)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not value >= 0:
             raise ValueError(f"link rate for {arc[0]}->{arc[1]} must be a number >= 0 Mbps, "
                              f"not {rate!r}")
-        out[arc] = float(rate)
+        out[arc] = value
     return out
 
 
