@@ -23,8 +23,11 @@ import datetime as _dt
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from testbed.executors import Executor, LocalExecutor, Outcome, PointJob, Runner, make_executor
 from testbed.executors import one_line as _one_line
@@ -252,24 +255,54 @@ def _run_points(sw: Sweep, folder: Path, todo: list[Point], executor: Executor, 
 
     interrupted: list[str] = []
     outcomes = executor.run([point_job(sw, p, folder) for p in todo], runner, log, started)
+    ctrl_c = False    # Ctrl-C came while a finished point was recorded: hand it to the executor
     try:
         with bar:
-            for o in outcomes:
-                rec = record_outcome(sw, folder, o)
-                log(f"point {rec['point_id']}: {rec['status']}" + (f" on {o.node}" if o.node else "")
-                    + (f" ({rec['error']})" if rec["error"] else ""))
-                bar.end_point(rec)
-                write_table(sw, folder)
+            while True:
+                try:
+                    o = outcomes.throw(KeyboardInterrupt()) if ctrl_c else next(outcomes)
+                except StopIteration:
+                    break
+                except KeyboardInterrupt:   # the executor stopped at once: nothing more to record
+                    interrupted.append("")
+                    break
+                ctrl_c = False
+                try:
+                    with _ctrl_c_deferred():
+                        rec = record_outcome(sw, folder, o)
+                        log(f"point {rec['point_id']}: {rec['status']}" + (f" on {o.node}" if o.node else "")
+                            + (f" ({rec['error']})" if rec["error"] else ""))
+                        bar.end_point(rec)
+                        write_table(sw, folder)
+                except KeyboardInterrupt:
+                    ctrl_c = True
                 if o.interrupted:
                     interrupted.append(rec["point_id"])
-    except KeyboardInterrupt:   # outside a run (recording one): close() cancels what is in flight
+    except KeyboardInterrupt:   # anywhere else: close() cancels what is in flight
         interrupted.append("")
     finally:
         outcomes.close()
         write_table(sw, folder)
-    if interrupted:
+    if interrupted or ctrl_c:
         log("interrupted")
-        raise SweepInterrupted(", ".join(i for i in interrupted if i))
+        raise SweepInterrupted(", ".join(sorted(i for i in interrupted if i)))
+
+
+@contextmanager
+def _ctrl_c_deferred():
+    """Ctrl-C while a finished point is recorded takes effect right after the record is
+    written (a record is never half-written, a finished run never dropped)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got:
+        raise KeyboardInterrupt
 
 
 def predict_sweep(sw: Sweep, out: str | os.PathLike | None = None, log=print) -> Path:
