@@ -122,6 +122,19 @@ def task_error(e: BaseException) -> str:
     return one_line(e)
 
 
+def head_unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why nothing answers at a `host:port` address (None: something does, or the address
+    is not of that form, e.g. `auto`, which Ray resolves and reports itself)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        return f"nothing answers at {address} ({e.strerror or e})"
+    return None
+
+
 # ---------------------------------------------------------------- on the machines
 
 def probe_node(slots: float) -> dict:
@@ -239,6 +252,11 @@ class RayExecutor:
     def _connect(self) -> None:
         where = self.address or "a new one-machine cluster"
         print(f"ray: connecting to {where} ...", file=sys.stderr, flush=True)
+        if self.address:
+            problem = head_unreachable(self.address)
+            if problem:   # ray.init would retry for minutes
+                raise ExecutorError(f"--ray-address {self.address}: {problem}; is the head running "
+                                    f"(`ray start --head`) and is that its address?")
         try:
             if self.address:
                 ray.init(address=self.address, log_to_driver=False)

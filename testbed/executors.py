@@ -111,8 +111,8 @@ class LocalExecutor:
 
 
 def make_executor(name: str, *, ray_address: str | None = None, require_root: bool = True) -> Executor:
-    """The executor called `name`. ray_address: an existing cluster (`auto`, `host:port`,
-    `ray://...`; default RAY_ADDRESS, else a one-machine cluster started here);
+    """The executor called `name`. ray_address: an existing cluster (`auto` or the head's
+    `host:6379`; default RAY_ADDRESS, else a one-machine cluster started here);
     require_root: the runner needs root on the machines (the real lifecycle does)."""
     if name == "local":
         if ray_address:

@@ -29,6 +29,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
 from testbed.executors import Executor, LocalExecutor, Outcome, PointJob, Runner, make_executor
 from testbed.executors import one_line as _one_line
 from testbed.sweep_model import Point, Sweep, SweepError, check_points_valid, load_sweep
@@ -231,7 +232,7 @@ def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool =
                              f"{pid} was {rec.get('params')}, now {by_id[pid].params}); run it "
                              f"into a new folder (--out) instead of resuming")
     todo = [p for p in points if done.get(p.point_id, {}).get("status") != "ok"]
-    executor = executor or LocalExecutor()
+    executor = executor if executor and todo else LocalExecutor()   # nothing to run: no cluster
     with executor:   # a remote executor connects here: a cluster that cannot run points writes nothing
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(sw.source, folder / "sweep.yaml")

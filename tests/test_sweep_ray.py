@@ -216,6 +216,37 @@ def test_a_lost_machine_or_worker_becomes_a_failure_text():
     assert task_error(wrapped) == "ModuleNotFoundError: No module named 'tests'"
 
 
+def test_an_address_where_no_head_answers_fails_at_once_with_what_to_check():
+    import ray
+    from testbed.executor_ray import RayExecutor
+    t0 = time.monotonic()
+    with pytest.raises(ExecutorError) as e:
+        with RayExecutor(address="127.0.0.1:1", require_root=False):
+            pass
+    assert str(e.value).startswith("--ray-address 127.0.0.1:1: nothing answers at 127.0.0.1:1 (")
+    assert "ray start --head" in str(e.value) and time.monotonic() - t0 < 10 and not ray.is_initialized()
+
+
+def test_waiting_points_without_a_machine_are_reported_once_until_one_joins(monkeypatch, capsys):
+    import ray
+    from testbed.executor_ray import MachineWatch
+    offered = [{}]
+    monkeypatch.setattr(ray, "cluster_resources", lambda: offered[0])
+    lines = []
+    watch = MachineWatch(lines.append, every_s=0)
+    watch.check(3)
+    watch.check(3)
+    assert lines == ["ray: 3 point(s) wait, no machine offers gdml_machine now; add one "
+                     "(ray start --address=HEAD:6379 --resources='{\"gdml_machine\": 1}') or Ctrl-C and --resume later"]
+    assert capsys.readouterr().err == lines[0] + "\n"
+    offered[0] = {"gdml_machine": 1.0}
+    watch.check(2)
+    offered[0] = {}
+    watch.check(2)
+    watch.check(0)                                   # nothing waits: nothing to say
+    assert len(lines) == 2 and lines[1].startswith("ray: 2 point(s) wait")
+
+
 # ---------------------------------------------------------------- Ray for real
 
 def test_ray_writes_the_table_the_local_executor_writes_then_resumes_only_the_failed_point(tmp_path, capsys):
