@@ -125,6 +125,7 @@ def make_executor(name: str, *, ray_address: str | None = None, require_root: bo
             if (e.name or "").split(".")[0] != "ray":
                 raise
             raise ExecutorError(f"--executor ray: Ray is not installed in {sys.prefix}: "
-                                f"{RAY_INSTALL} (on every machine of the cluster)") from None
+                                f"{RAY_INSTALL} (in a checkout: pip install -e '.[ray]'), on "
+                                f"every machine of the cluster") from None
         return RayExecutor(address=ray_address, require_root=require_root)
     raise ExecutorError(f"--executor: unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
