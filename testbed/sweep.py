@@ -292,18 +292,23 @@ def _run_points(sw: Sweep, folder: Path, todo: list[Point], executor: Executor, 
 @contextmanager
 def _ctrl_c_deferred():
     """Ctrl-C while a finished point is recorded takes effect right after the record is
-    written (a record is never half-written, a finished run never dropped)."""
-    if threading.current_thread() is not threading.main_thread():
+    written (a record is never half-written, a finished run never dropped): the handler
+    in place then gets the signal (by default, KeyboardInterrupt)."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old in (signal.SIG_IGN, None):
         yield
         return
     got = []
-    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
     if got:
-        raise KeyboardInterrupt
+        if callable(old):
+            old(signal.SIGINT, None)
+        else:
+            raise KeyboardInterrupt
 
 
 def predict_sweep(sw: Sweep, out: str | os.PathLike | None = None, log=print) -> Path:

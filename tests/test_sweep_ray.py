@@ -144,11 +144,12 @@ def test_ctrl_c_while_a_point_is_recorded_keeps_its_record_and_stops_the_sweep(t
         return real(*a)
     monkeypatch.setattr(S, "record_outcome", record_with_ctrl_c)
     calls = tmp_path / "calls"
+    handler = signal.getsignal(signal.SIGINT)
     with pytest.raises(S.SweepInterrupted) as e:
         S.run_sweep(sw, tmp_path / "out", runner=functools.partial(runner, calls=str(calls)), progress=False)
     assert str(e.value) == "" and len(read_calls(calls)) == 1
     assert {k: v["status"] for k, v in rows(tmp_path / "out" / "s").items()} == {"p0000-r0": "ok"}
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is handler          # Ctrl-C's own handler is back
 
 
 # ---------------------------------------------------------------- the pure parts of the ray executor
