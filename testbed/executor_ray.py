@@ -273,6 +273,8 @@ class RayExecutor:
         if not nodes:
             raise ExecutorError(f"--executor ray: no machine of the Ray cluster offers the resource "
                                 f"{RESOURCE}; start each machine that may run points with: {START_NODE}")
+        print(f"ray: checking {len(nodes)} machine(s) with {RESOURCE} (root, Python, checkout) ...",
+              file=sys.stderr, flush=True)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         probe = ray.remote(probe_node)
         refs = [probe.options(num_cpus=0, max_retries=0, runtime_env=self._runtime_env(),

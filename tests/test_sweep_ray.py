@@ -3,8 +3,8 @@
 Ray runs for real here: a one-machine cluster started by the executor, a cluster whose
 machine is lost mid-point (ray.cluster_utils.Cluster: several raylets on this machine), and
 a driver already connected (Ctrl-C). The runner is tests/sweep_runners.py's fake (synthetic
-results, no root), imported by Ray's worker processes from the checkout. Every test checks
-that no raylet or gcs_server it started is left running.
+results, no root), imported by Ray's worker processes from the checkout. Every test that
+starts Ray checks that no raylet or gcs_server it started is left running.
 """
 import functools
 import itertools
