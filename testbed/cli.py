@@ -1,7 +1,7 @@
 """The testbed's command line, `gdml` (thin: every command delegates to a package).
 
   gdml run SCENARIO [--set key=value]... [--out DIR] [--cli] [--prefix P]
-  gdml sweep SWEEP [--resume] [--quick] [--out DIR] [--model]
+  gdml sweep SWEEP [--resume] [--quick] [--out DIR] [--model] [--executor local|ray]
   gdml plot RESULTS [--format pdf,png]      (a run, a scenario's runs, a sweep, or a folder above them)
   gdml validate FILE...
   gdml predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
@@ -81,8 +81,10 @@ def cmd_sweep(a) -> int:
         folder = predict_sweep(load_sweep(a.sweep, quick=a.quick), a.out)
         print(f"MODEL OUTPUT (not a measurement): {folder / 'model_table.csv'}")
         return 0
-    _need_root("sweep")
-    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix)
+    if a.executor == "local":
+        _need_root("sweep")   # with ray, root is checked on the machines that run points
+    return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix,
+                executor=a.executor, ray_address=a.ray_address)
 
 
 def cmd_plot(a) -> int:
@@ -141,6 +143,11 @@ def parser() -> argparse.ArgumentParser:
                    help="the model's prediction of every point instead of runs (seconds, no root)")
     s.add_argument("--out", default=None, help="results root (default: the sweep's output)")
     s.add_argument("--prefix", default="", help="node-name prefix (1-3 letters), as for run")
+    s.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where points run: this machine, or a Ray cluster, one point per machine "
+                   "(docs/sweeps.md)")
+    s.add_argument("--ray-address", default=None,
+                   help="Ray cluster: auto or HEAD:6379 (default RAY_ADDRESS, else one started here)")
     s.set_defaults(fn=cmd_sweep)
     pl = sub.add_parser("plot", help="figures and report.md of a run, a scenario's runs or a sweep "
                         "(given a folder above them, the one found below it)")

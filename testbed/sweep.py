@@ -9,9 +9,12 @@
       sweep.log               what the runs printed
 
 The function that runs one point is injectable (`runner`): the default is the run
-lifecycle; tests pass a fake that writes fixture results. A point that raises is recorded
-with its error and the sweep goes on; Ctrl-C records the point as interrupted, writes the
-table and stops; `resume=True` skips the points whose point.json says ok.
+lifecycle; tests pass a fake that writes fixture results. Where points run is the
+executor's business (testbed/executors.py: `local`, here one after another; `ray`, on a
+cluster): this module alone decides which points run, records each one as it finishes,
+resumes and writes the table. A point that raises is recorded with its error and the sweep
+goes on; Ctrl-C records the points in flight as interrupted, writes the table and stops;
+`resume=True` skips the points whose point.json says ok.
 """
 from __future__ import annotations
 
@@ -20,15 +23,16 @@ import datetime as _dt
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
+from testbed.executors import Executor, LocalExecutor, Outcome, PointJob, Runner, make_executor
+from testbed.executors import one_line as _one_line
 from testbed.sweep_model import Point, Sweep, SweepError, check_points_valid, load_sweep
-
-# runner(scenario_path, overrides, out_root, log) -> the run's results folder
-Runner = Callable[[Path, list[str], Path, Callable[[str], None]], Path]
 
 BASE_COLUMNS = ("point_id", "index", "repetition", "seed", "status", "error")
 TAIL_COLUMNS = ("run_dir",)
@@ -139,12 +143,12 @@ def write_table(sw: Sweep, folder: Path) -> tuple[Path, Path]:
 # ---------------------------------------------------------------- one point
 
 def _record(p: Point, status: str, error: str | None, run_dir: Path | None, folder: Path,
-            started: float, metrics: dict | None) -> dict:
+            elapsed_s: float, metrics: dict | None) -> dict:
     return {"point_id": p.point_id, "index": p.index, "params": p.params, "repetition": p.repetition,
             "seed": p.seed, "key": p.key(), "status": status, "error": error,
             "run_dir": str(run_dir.relative_to(folder)) if run_dir and run_dir.is_relative_to(folder)
             else (str(run_dir) if run_dir else None),
-            "elapsed_s": round(time.monotonic() - started, 3),
+            "elapsed_s": round(elapsed_s, 3),
             "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(), "metrics": metrics or {}}
 
 
@@ -156,33 +160,28 @@ def _write_record(folder: Path, rec: dict) -> None:
     os.replace(tmp, d / "point.json")
 
 
-def _one_line(e: BaseException, limit: int = 400) -> str:
-    """The error for one table cell: its first line and, when it goes on (a switch's log
-    tail), its last line, which usually says why."""
-    lines = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
-    text = lines[0] if lines else ""
-    if len(lines) > 1:
-        text = f"{text.rstrip(':')}: ... {lines[-1]}"
-    text = f"{type(e).__name__}: {text}".rstrip(": ")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+def point_job(sw: Sweep, p: Point, folder: Path) -> PointJob:
+    return PointJob(p, sw.base, sw.fixed + p.overrides(), folder / "points" / p.point_id)
 
 
-def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
-    """Run one point and record it; a failure is recorded, not raised (Ctrl-C is raised
-    after recording the point as interrupted)."""
+def record_outcome(sw: Sweep, folder: Path, o: Outcome) -> dict:
+    """The point's record from what its executor reported, written to point.json: a failure
+    is recorded, not raised; so are results that do not parse or a run that ended
+    incomplete. Every executor's points go through here, so their records are alike."""
+    p = o.job.point
+    if o.interrupted or o.error is not None or o.run_dir is None:
+        status = "interrupted" if o.interrupted else "failed"
+        rec = _record(p, status, o.error or status, None, folder, o.elapsed_s, None)
+    else:
+        rec = _record_run(sw, p, Path(o.run_dir), folder, o.elapsed_s)
+    if o.node is not None:
+        rec["node"] = o.node
+    _write_record(folder, rec)
+    return rec
+
+
+def _record_run(sw: Sweep, p: Point, run_dir: Path, folder: Path, elapsed_s: float) -> dict:
     from analysis.rundata import RunData
-    out_root = folder / "points" / p.point_id
-    out_root.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    try:
-        run_dir = Path(runner(sw.base, sw.fixed + p.overrides(), out_root, log))
-    except KeyboardInterrupt as e:
-        _write_record(folder, _record(p, "interrupted", str(e) or "interrupted", None, folder, started, None))
-        raise SweepInterrupted(p.point_id) from None
-    except Exception as e:
-        rec = _record(p, "failed", _one_line(e), None, folder, started, None)
-        _write_record(folder, rec)
-        return rec
     try:
         run = RunData.load(run_dir)
         metrics = run.metrics(sw.target_accuracy)
@@ -193,9 +192,8 @@ def run_point(sw: Sweep, p: Point, folder: Path, runner: Runner, log) -> dict:
         error = None if status == "ok" else f"run incomplete: {run.summary.get('reason', 'no summary.json')}"
     except Exception as e:   # results that do not parse are the point's failure, not the sweep's
         metrics, model, status, error = None, None, "failed", f"results unreadable: {_one_line(e)}"
-    rec = _record(p, status, error, run_dir, folder, started, metrics)
+    rec = _record(p, status, error, run_dir, folder, elapsed_s, metrics)
     rec["model"] = model or {}
-    _write_record(folder, rec)
     return rec
 
 
@@ -211,10 +209,14 @@ def plan(sw: Sweep) -> list[Point]:
 
 
 def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool = False,
-              runner: Runner = lifecycle_runner, progress: bool = True, validate: bool = True) -> Path:
-    """All points of a sweep; returns the sweep folder. Raises SweepInterrupted on Ctrl-C
-    (after writing the table), SweepError before anything runs when the folder holds an
-    earlier sweep and resume is off, or when the sweep file changed under a resume."""
+              runner: Runner = lifecycle_runner, progress: bool = True, validate: bool = True,
+              executor: Executor | None = None) -> Path:
+    """All points of a sweep; returns the sweep folder. The executor (default: local, one
+    point after another here) runs the points; each is recorded and the table rewritten as
+    it finishes, in the order they finish. Raises SweepInterrupted on Ctrl-C (after
+    recording the points in flight as interrupted and writing the table), SweepError
+    before anything runs when the folder holds an earlier sweep and resume is off, or when
+    the sweep file changed under a resume; ExecutorError when the executor cannot start."""
     points = plan(sw)
     if validate:
         check_points_valid(sw, points)
@@ -229,37 +231,88 @@ def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool =
             raise SweepError(sw.source, "", f"the sweep changed since {folder} was started (point "
                              f"{pid} was {rec.get('params')}, now {by_id[pid].params}); run it "
                              f"into a new folder (--out) instead of resuming")
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(sw.source, folder / "sweep.yaml")
     todo = [p for p in points if done.get(p.point_id, {}).get("status") != "ok"]
-    logf = open(folder / "sweep.log", "a")
+    executor = executor if executor and todo else LocalExecutor()   # nothing to run: no cluster
+    with executor:   # a remote executor connects here: a cluster that cannot run points writes nothing
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sw.source, folder / "sweep.yaml")
+        with open(folder / "sweep.log", "a") as logf:
+            def log(msg: str) -> None:
+                logf.write(f"{_dt.datetime.now(_dt.timezone.utc).strftime('%H:%M:%S')} {msg}\n")
+                logf.flush()
 
-    def log(msg: str) -> None:
-        logf.write(f"{_dt.datetime.now(_dt.timezone.utc).strftime('%H:%M:%S')} {msg}\n")
-        logf.flush()
-
-    log(f"sweep {sw.folder_name()}: {len(points)} points, {len(points) - len(todo)} already done")
-    bar = SweepProgress(len(points), len(points) - len(todo), enabled=progress)
-    try:
-        with bar:
-            for p in todo:
-                bar.start_point(p)
-                log(f"point {p.point_id} {p.params} seed {p.seed}: start")
-                rec = run_point(sw, p, folder, runner, log)
-                log(f"point {p.point_id}: {rec['status']}" + (f" ({rec['error']})" if rec["error"] else ""))
-                bar.end_point(rec)
-                write_table(sw, folder)
-    except SweepInterrupted:
-        log("interrupted")
-        raise
-    finally:
-        write_table(sw, folder)
-        logf.close()
+            log(f"sweep {sw.folder_name()}: {len(points)} points, {len(points) - len(todo)} already "
+                f"done, executor {executor.name}")
+            _run_points(sw, folder, todo, executor, runner, log,
+                        SweepProgress(len(points), len(points) - len(todo), enabled=progress))
     return folder
 
 
+def _run_points(sw: Sweep, folder: Path, todo: list[Point], executor: Executor, runner: Runner,
+                log, bar: "SweepProgress") -> None:
+    def started(p: Point) -> None:
+        bar.start_point(p)
+        log(f"point {p.point_id} {p.params} seed {p.seed}: start")
+
+    interrupted: list[str] = []
+    outcomes = executor.run([point_job(sw, p, folder) for p in todo], runner, log, started)
+    ctrl_c = False    # Ctrl-C came while a finished point was recorded: hand it to the executor
+    try:
+        with bar:
+            while True:
+                try:
+                    o = outcomes.throw(KeyboardInterrupt()) if ctrl_c else next(outcomes)
+                except StopIteration:
+                    break
+                except KeyboardInterrupt:   # the executor stopped at once: nothing more to record
+                    interrupted.append("")
+                    break
+                ctrl_c = False
+                try:
+                    with _ctrl_c_deferred():
+                        rec = record_outcome(sw, folder, o)
+                        log(f"point {rec['point_id']}: {rec['status']}" + (f" on {o.node}" if o.node else "")
+                            + (f" ({rec['error']})" if rec["error"] else ""))
+                        bar.end_point(rec)
+                        write_table(sw, folder)
+                except KeyboardInterrupt:
+                    ctrl_c = True
+                if o.interrupted:
+                    interrupted.append(rec["point_id"])
+    except KeyboardInterrupt:   # anywhere else: close() cancels what is in flight
+        interrupted.append("")
+    finally:
+        outcomes.close()
+        write_table(sw, folder)
+    if interrupted or ctrl_c:
+        log("interrupted")
+        raise SweepInterrupted(", ".join(sorted(i for i in interrupted if i)))
+
+
+@contextmanager
+def _ctrl_c_deferred():
+    """Ctrl-C while a finished point is recorded takes effect right after the record is
+    written (a record is never half-written, a finished run never dropped): the handler
+    in place then gets the signal (by default, KeyboardInterrupt)."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or old in (signal.SIG_IGN, None):
+        yield
+        return
+    got = []
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got:
+        if callable(old):
+            old(signal.SIGINT, None)
+        else:
+            raise KeyboardInterrupt
+
+
 def predict_sweep(sw: Sweep, out: str | os.PathLike | None = None, log=print) -> Path:
-    """Model mode (`run.py sweep SWEEP --model`): every point's prediction, no emulation,
+    """Model mode (`gdml sweep SWEEP --model`): every point's prediction, no emulation,
     no root. One row per point (repetitions coincide: the model is deterministic apart
     from seeded compute draws) in <sweep>-model/model_table.csv; every column is model
     output and named model_*, so it cannot be read as a measurement."""
@@ -325,11 +378,13 @@ class SweepProgress:
             self.progress.update(self.task, description=f"{p.point_id} {desc}"[:60])
 
     def end_point(self, rec: dict) -> None:
+        """Counts the point and prints its line (k/N, point id, status, elapsed, machine)."""
         self.done += 1
         self.ran += 1
         self.failed += rec["status"] != "ok"
         if self.progress:
             from testbed.progress import fmt_s
+            self.progress.console.print(point_line(self.done, self.total, rec), highlight=False)
             self.progress.update(self.task, completed=self.done, eta=fmt_s(self.eta_s()),
                                  failed=f"{self.failed} failed" if self.failed else "")
 
@@ -337,6 +392,15 @@ class SweepProgress:
         if self.progress:
             self.progress.__exit__(*exc)
         return False
+
+
+def point_line(k: int, total: int, rec: dict) -> str:
+    """One finished point: `3/8 p0002-r0 ok 0:41 on host`, plus the error if any."""
+    from testbed.progress import fmt_s
+    text = f"{k}/{total} {rec['point_id']} {rec['status']} {fmt_s(rec.get('elapsed_s'))}"
+    if rec.get("node"):
+        text += f" on {rec['node']}"
+    return text + (f": {rec['error']}" if rec.get("error") else "")
 
 
 def _short(v) -> str:
@@ -348,16 +412,24 @@ def _short(v) -> str:
 # ---------------------------------------------------------------- CLI
 
 def main(path: str, *, resume: bool = False, quick: bool = False, out: str | None = None,
-         runner: Runner | None = None, prefix: str = "") -> int:
+         runner: Runner | None = None, prefix: str = "", executor: str = "local",
+         ray_address: str | None = None) -> int:
+    """`gdml sweep`: executor `local` (this machine, one point after another) or `ray`
+    (a Ray cluster, one point per machine at a time; ray_address: an existing cluster,
+    default RAY_ADDRESS, else one started on this machine). The real runner needs root
+    where points run."""
     import functools
+    ex = make_executor(executor, ray_address=ray_address, require_root=runner is None)
     runner = runner or functools.partial(lifecycle_runner, prefix=prefix)
     sw = load_sweep(path, quick=quick)
     try:
-        folder = run_sweep(sw, out, resume=resume, runner=runner)
+        folder = run_sweep(sw, out, resume=resume, runner=runner, executor=ex)
     except SweepInterrupted as e:
         f = sweep_folder(sw, out)
-        print(f"sweep interrupted at point {e}; table so far: {f / 'table.csv'}; "
-              f"continue with: python3 run.py sweep {path}{' --quick' if quick else ''} --resume")
+        again = (" --quick" if quick else "") + (f" --executor {executor}" if executor != "local" else "") \
+            + (f" --ray-address {ray_address}" if ray_address else "")
+        print(f"sweep interrupted{f' at point {e}' if str(e) else ''}; table so far: {f / 'table.csv'}; "
+              f"continue with: gdml sweep {path}{again} --resume")
         return 130
     recs = read_records(folder)
     failed = [r for r in recs.values() if r["status"] != "ok"]
@@ -365,5 +437,5 @@ def main(path: str, *, resume: bool = False, quick: bool = False, out: str | Non
           f"table: {folder / 'table.csv'} and {folder / 'table.sqlite'}")
     for r in failed:
         print(f"  {r['point_id']} {r['params']}: {r['status']}: {r['error']}")
-    print(f"figures: python3 run.py plot {folder}")
+    print(f"figures: gdml plot {folder}")
     return 0 if not failed else 1
