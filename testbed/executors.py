@@ -17,7 +17,6 @@ imported only when chosen) runs them on a Ray cluster, one point per machine at 
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,24 +107,3 @@ class LocalExecutor:
                 yield Outcome(job, error=one_line(e), elapsed_s=time.monotonic() - t0)
                 continue
             yield Outcome(job, run_dir=run_dir, elapsed_s=time.monotonic() - t0)
-
-
-def make_executor(name: str, *, ray_address: str | None = None, require_root: bool = True) -> Executor:
-    """The executor called `name`. ray_address: an existing cluster (`auto` or the head's
-    `host:6379`; default RAY_ADDRESS, else a one-machine cluster started here);
-    require_root: the runner needs root on the machines (the real lifecycle does)."""
-    if name == "local":
-        if ray_address:
-            raise ExecutorError("--ray-address: only with --executor ray")
-        return LocalExecutor()
-    if name == "ray":
-        try:
-            from testbed.executor_ray import RayExecutor
-        except ImportError as e:
-            if (e.name or "").split(".")[0] != "ray":
-                raise
-            raise ExecutorError(f"--executor ray: Ray is not installed in {sys.prefix}: "
-                                f"{RAY_INSTALL} (in a checkout: pip install -e '.[ray]'), on "
-                                f"every machine of the cluster") from None
-        return RayExecutor(address=ray_address, require_root=require_root)
-    raise ExecutorError(f"--executor: unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")

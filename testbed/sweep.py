@@ -30,7 +30,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from testbed.executors import Executor, LocalExecutor, Outcome, PointJob, Runner, make_executor
+from testbed.executor_choice import make_executor
+from testbed.executors import Executor, LocalExecutor, Outcome, PointJob, Runner
 from testbed.executors import one_line as _one_line
 from testbed.sweep_model import Point, Sweep, SweepError, check_points_valid, load_sweep
 

@@ -224,7 +224,7 @@ def test_resume_refuses_a_changed_sweep(tmp_path):
 def test_cli_main_reports_interrupt_with_the_resume_command(tmp_path, capsys):
     p = sweep_file(tmp_path, SMALL + f"output: {tmp_path / 'out'}\n")
     assert S.main(str(p), quick=True, runner=Runner(interrupt_at=1)) == 130
-    assert f"python3 run.py sweep {p} --quick --resume" in capsys.readouterr().out
+    assert f"gdml sweep {p} --quick --resume" in capsys.readouterr().out
     assert S.main(str(p), quick=True, resume=True, runner=Runner()) == 0
     assert "2 of 2 points ok" in capsys.readouterr().out
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from testbed import sweep as S
-from testbed.executors import ExecutorError, make_executor
+from testbed.executor_choice import make_executor
+from testbed.executors import ExecutorError
 from testbed.sweep_model import load_sweep
 from tests.sweep_runners import read_calls, read_spans, runner
 
@@ -352,7 +353,7 @@ def test_ctrl_c_cancels_the_points_in_flight_and_resume_finishes_them(tmp_path, 
             out = capsys.readouterr().out
             assert rc == 130
             assert "sweep interrupted at point p0001-r0, p0002-r0, p0003-r0;" in out
-            assert f"continue with: python3 run.py sweep {p} --executor ray --resume" in out
+            assert f"continue with: gdml sweep {p} --executor ray --resume" in out
             r = rows(tmp_path / "out" / "s")
             assert [r[k]["status"] for k in sorted(r)] == ["ok", "interrupted", "interrupted", "interrupted"]
             assert r["p0001-r0"]["error"] == "interrupted (cancelled by Ctrl-C)"
