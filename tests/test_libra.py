@@ -169,3 +169,172 @@ def test_every_worker_builds_the_same_layout():
     assert sorted(co.hot.tolist()) == sorted(a.hot.tolist()) and co.hot.tolist() != a.hot.tolist()
     dense = job_layout({"kind": "synthetic", "parameters": 1000}, 7, 4, HOT, 32)
     assert dense.block is None and dense.switch_values == 1000
+
+
+# ---------------------------------------------------------------- communicator on loopback
+AGG_IP = "127.0.46.1"
+WORKER_IPS = ["127.0.46.2", "127.0.46.3", "127.0.46.4"]
+
+
+@pytest.fixture
+def loopback_switch():
+    """p4/aggregation.p4 in the in-process softswitch behind a UDP bridge at AGG_IP (2 % loss
+    each way, so the INA part retransmits)."""
+    import socket
+    import threading
+    from control.agg_entries import push
+    from tests.agg_switches import factory, flat_point_commands, udp_bridge
+    from workers import agg_packet as ap
+    sw = factory("softswitch")()
+    push(sw, flat_point_commands(AGG_IP, WORKER_IPS, 32))
+    agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    agg.bind((AGG_IP, ap.AGG_UDP_PORT))
+    agg.settimeout(0.05)
+    stop = threading.Event()
+    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, 0.02, np.random.default_rng(5)), daemon=True)
+    t.start()
+    yield sw
+    stop.set()
+    t.join(2)
+    agg.close()
+
+
+def libra_comm(rank, ps_port, hot=HOT, ps=True):
+    from tests.test_comm_local import LO
+    return {"workload": SPARSE, "seed": 3, "hot": hot,
+            "ina": {"client": {"job": 1, "agg_ip": AGG_IP, "sender": rank, "fan_in": len(WORKER_IPS),
+                               "window": 32, "k": 32, "initial_rto": 0.05, "min_rto": 0.02},
+                    "clip": 4.0, "rto_margin_s": 0.03, "aggregate_timeout_s": 60},
+            "ps": {"servers": [[LO, ps_port]], "child_rank": rank, "timeout_s": 20,
+                   "push": "touched_rows", "row_blocks": [[0, 3000, 4]]} if ps else None}
+
+
+def test_libra_sums_on_loopback_switch_and_server(loopback_switch):
+    from schemes.libra.communicator import LibraCommunicator
+    from tests.test_comm_local import run_threads, start_servers
+    from workers import framing as fr
+    from workers.communicator import Me
+    n, iterations = len(WORKER_IPS), 3
+    work = Workload(WorkloadSpec.from_scenario(SPARSE), seed=3, n_workers=n)
+    grads = [[work.gradient(w, it)[0] for w in range(n)] for it in range(iterations)]
+    servers, threads, stats = start_servers([(n, None, 0)])
+    port = servers[0].address[1]
+
+    def worker(r):
+        c = LibraCommunicator(libra_comm(r, port), Me(f"w{r}", r, n, WORKER_IPS[r]))
+        try:
+            out = [(c.allreduce(grads[it][r], it), c.stats(), c.error_bound(grads[it]))
+                   for it in range(iterations)]
+            return out, c.describe(), c.counters()
+        finally:
+            c.close()
+    out, errs = run_threads([lambda r=r: worker(r) for r in range(n)])
+    for t in threads:
+        t.join(10)
+    assert not any(errs), errs
+    lay = job_layout(SPARSE, 3, n, HOT, 32)
+    hot_idx = (lay.hot[:, None] * 4 + np.arange(4)).reshape(-1)
+    switch_idx = np.r_[hot_idx, np.arange(12000, lay.size)]
+    cold_rows = np.setdiff1d(np.arange(3000), lay.hot)
+    for it in range(iterations):
+        exact = np.sum(grads[it], axis=0)
+        cold_f32 = fr.sum_in_order([lay.cold_block(g) for g in grads[it]]).reshape(3000, 4)
+        first = out[0][0][it][0]
+        for r in range(n):
+            total, st, bound = out[r][0][it]
+            assert np.array_equal(total, first)                       # the same on every worker
+            assert np.max(np.abs(total - exact)) <= bound
+            assert np.max(np.abs(total[switch_idx] - exact[switch_idx])) <= out[r][1]["ina"]["quantization_bound"]
+            # cold rows: the server's float32 sum, bit for bit
+            assert np.array_equal(total[:12000].reshape(3000, 4)[cold_rows].astype(np.float32),
+                                  cold_f32[cold_rows])
+            assert st["switch_packets"] >= -(-lay.switch_values // 32) and st["rows_pushed"] > 0
+            assert st["rows_pulled"] >= st["rows_pushed"]
+    d = out[0][1]
+    assert d["hot_rows"] == 100 and d["switch_values"] == 100 * 4 + lay.size - 12000
+    assert out[0][2].bytes_sent > 0 and stats[0]["iterations"] == iterations
+
+
+def test_libra_refuses_a_plan_that_disagrees_with_the_workload():
+    from schemes.libra.communicator import LibraCommunicator
+    from workers.communicator import Me
+    with pytest.raises(ValueError, match="same scenario"):
+        LibraCommunicator(libra_comm(0, 1, ps=False), Me("w0", 0, 3, WORKER_IPS[0]))
+
+
+# ---------------------------------------------------------------- plan and model
+def quickstart(*overrides):
+    from pathlib import Path
+    from testbed.scenario import load_scenario
+    from topologies.graph import build_graph
+    repo = Path(__file__).resolve().parent.parent
+    scn = load_scenario(str(repo / "scenarios" / "quickstart.yaml"),
+                        ["scheme=libra", "workload={kind: sparse}", *overrides])
+    return build_graph(scn), scn
+
+
+def libra_plan(*overrides):
+    import schemes
+    g, scn = quickstart(*overrides)
+    s = schemes.get("libra")
+    return g, scn, s.plan(g, scn, s.parse_options(scn.scheme_options))
+
+
+def test_plan_sizes_the_hot_set_to_the_window_and_places_the_server_at_the_switch():
+    g, scn, p = libra_plan()
+    info = p.info
+    assert info["hot_rows"] == hot_rows_for_slots(info["window"], 32, 1057, 8, 20000) > 0
+    assert info["switch_values"] == info["hot_rows"] * 8 + 1057 <= info["window"] * 32
+    assert len(p.workers) == 4 and len(p.servers) == 1 and p.switch_commands
+    assert g.nodes[p.servers[0].host]["dc"] == g.nodes[info["root"]]["dc"]
+    c = p.comm[p.workers[1]]
+    assert c["ps"]["push"] == "touched_rows" and c["ps"]["row_blocks"] == [[0, 20000, 8]]
+    assert c["ina"]["client"]["window"] == info["window"] and c["hot"]["rows"] == info["hot_rows"]
+
+
+def test_plan_grows_an_auto_window_for_hot_rows_and_refuses_what_cannot_fit():
+    _, _, p = libra_plan("scheme_options.hot_rows=5000")
+    assert p.info["window"] == -(-(5000 * 8 + 1057) // 32)
+    with pytest.raises(ValueError, match="scheme_options.hot_rows: 5000 hot rows.*window is 64"):
+        libra_plan("scheme_options.hot_rows=5000", "scheme_options.window=64")
+    with pytest.raises(ValueError, match="switch gives this job 2048"):
+        libra_plan("scheme_options.hot_rows=15000")
+    with pytest.raises(ValueError, match="embedding table has 20000"):
+        libra_plan("scheme_options.hot_rows=20001")
+
+
+def test_a_dense_workload_plans_as_ina():
+    _, _, p = libra_plan("workload={kind: synthetic, parameters: 4096}")
+    assert not p.servers and p.info["hot_rows"] == 0 and p.info["switch_values"] == 4096
+    assert all(c["ps"] is None for c in p.comm.values()) and "degenerate" in p.info
+
+
+def test_model_takes_the_slower_part():
+    import schemes
+    from schemes import model as M
+    g, scn = quickstart()
+    pred = M.predict("libra", g, scn)
+    parts = pred.limits
+    assert len(parts) == 2 and pred.iteration_s == pytest.approx(0.1 + max(parts.values()))
+    small = M.predict("libra", g, scn, schemes.get("libra").parse_options({"hot_rows": 0}))
+    # no hot rows: the switch carries only the dense part, the server nearly every touched row
+    sw = lambda p: next(v for k, v in p.limits.items() if k.startswith("switch"))
+    srv = lambda p: next(v for k, v in p.limits.items() if k.startswith("server"))
+    assert sw(small) < sw(pred) and srv(small) > srv(pred)
+
+
+def test_expected_cold_rows_follow_the_law_and_exclude_the_hot_set():
+    from workers.ctr_data import expected_touched_ids, expected_touched_rows
+    spec = CtrSpec()
+    allrows = expected_touched_ids(spec, 1, 64)
+    assert allrows == pytest.approx(expected_touched_rows(spec, 64), rel=0.03)
+    assert allrows <= expected_touched_rows(spec, 64)
+    data = ctr_dataset(1, spec)
+    hot, _, _ = identify(data.x_train, spec.vocabulary, 500, "sample", 1)
+    cold = expected_touched_ids(spec, 1, 64, hot)
+    assert cold < 0.75 * allrows        # 500 of 20000 ids hold over a quarter of the touches
+    # against a count on the data: rows the 64-sample minibatches touch outside the hot set
+    rng = np.random.default_rng(0)
+    seen = [len(np.setdiff1d(np.unique(data.x_train[rng.choice(len(data.x_train), 64, replace=False)]), hot))
+            for _ in range(200)]
+    assert np.mean(seen) == pytest.approx(cold, rel=0.1)
