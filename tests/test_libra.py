@@ -283,13 +283,16 @@ def libra_plan(*overrides):
 def test_plan_sizes_the_hot_set_to_the_window_and_places_the_server_at_the_switch():
     g, scn, p = libra_plan()
     info = p.info
-    assert info["hot_rows"] == hot_rows_for_slots(info["window"], 32, 1057, 8, 20000) > 0
+    assert info["hot_rows_budget"] == hot_rows_for_slots(info["window"], 32, 1057, 8, 20000) > 0
+    # the 5 % sample saw fewer distinct ids than the budget: those are the hot set
+    lay = job_layout(scn.workload.model_dump(), scn.seed, 4, p.comm[p.workers[0]]["hot"], 32)
+    assert 0 < info["hot_rows"] == lay.hot.size <= info["hot_rows_budget"]
     assert info["switch_values"] == info["hot_rows"] * 8 + 1057 <= info["window"] * 32
     assert len(p.workers) == 4 and len(p.servers) == 1 and p.switch_commands
     assert g.nodes[p.servers[0].host]["dc"] == g.nodes[info["root"]]["dc"]
     c = p.comm[p.workers[1]]
     assert c["ps"]["push"] == "touched_rows" and c["ps"]["row_blocks"] == [[0, 20000, 8]]
-    assert c["ina"]["client"]["window"] == info["window"] and c["hot"]["rows"] == info["hot_rows"]
+    assert c["ina"]["client"]["window"] == info["window"] and c["hot"]["rows"] == info["hot_rows_budget"]
 
 
 def test_plan_grows_an_auto_window_for_hot_rows_and_refuses_what_cannot_fit():

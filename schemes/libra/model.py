@@ -23,12 +23,12 @@ from workers.workload import WorkloadSpec
 
 def predict(graph, scenario, o: LibraOptions) -> M.Prediction:
     sz = sizes(graph, scenario, o)
-    sw = predict_values(sz["shape"], graph, scenario, o.ina_options(sz["window"]), sz["switch_values"])
+    pl = plan(graph, scenario, o)
+    sw = predict_values(sz["shape"], graph, scenario, o.ina_options(sz["window"]), pl.info["switch_values"])
     if sz["block"] is None:
         sw.scheme = "libra"
         sw.notes.insert(0, "dense workload: every parameter goes through the switch (libra is ina)")
         return sw
-    pl = plan(graph, scenario, o)
     wl = scenario.workload.model_dump()
     spec = WorkloadSpec.from_scenario(wl)
     lay = job_layout(wl, scenario.seed, len(pl.workers), hot_settings(o, sz["hot_rows"]), sz["k"])
@@ -40,8 +40,8 @@ def predict(graph, scenario, o: LibraOptions) -> M.Prediction:
     payloads = stream_payloads(rows * width, 1, [(0, rows, width)], push, pull)
     flows = streams(net, load, pl.workers, pl.info["server_hosts"], rows * width, payloads=payloads)
     comp = M.compute(graph, scenario, pl.workers)
-    notes = [f"{sz['hot_rows']} hot rows + {sz['dense_values']} dense values = "
-             f"{sz['switch_values']} values through the switch; cold rows: about {push:.0f} up per "
+    notes = [f"{lay.hot.size} hot rows (budget {sz['hot_rows']}) + {sz['dense_values']} dense values = "
+             f"{lay.switch_values} values through the switch; cold rows: about {push:.0f} up per "
              f"worker, {pull:.0f} back (expected from the Zipf law, hot ids excluded)",
              "switch and server parts modelled apart: a link they share counts for each alone"]
     limits = M.tcp_limits(load, flows, scenario)
@@ -49,7 +49,7 @@ def predict(graph, scenario, o: LibraOptions) -> M.Prediction:
     binding = max((v for v in limits.values() if v is not None), default=0.0)
     ps_s = binding + sum(v for v in add.values() if v > 0)
     sw_s = sw.iteration_s - sw.terms[next(iter(sw.terms))]   # less its compute term
-    part = {f"switch part ({sz['switch_values']} values, {sz['shape']} tree)": sw_s,
+    part = {f"switch part ({lay.switch_values} values, {sz['shape']} tree)": sw_s,
             "server part (cold rows, push touched_rows)": ps_s}
     slower = max(part, key=part.get)
     terms = {f"compute (slowest worker; {comp.how})": comp.max_s, f"slower part: {slower}": part[slower]}

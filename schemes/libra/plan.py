@@ -4,7 +4,8 @@ for the cold block, and the hot-set settings every worker turns into the same la
 Sizes: the switch vector (hot rows x d + the dense part) must fit the job's slots at its
 aggregation point(s), one slot per packet of k values, so every hot row has its own fixed
 slot and offset (Libra's hot parameters resident in switch memory). hot_rows "auto" fills
-the window ina would choose; a number of rows raises an "auto" window up to the switch's
+the window ina would choose (a budget: ids never seen in the count are not hot, so the
+hot set can be smaller; the plan's info gives both); a number of rows raises an "auto" window up to the switch's
 slots, and is refused with what to change when it cannot fit.
 
 A dense workload (no row block) runs as ina: every parameter is hot, the whole gradient goes
@@ -19,6 +20,7 @@ from control.agg_entries import DEFAULT_SLOTS
 from schemes.base import Plan
 from schemes.ina.plan import plan_for, tree_for
 from schemes.libra.hot import hot_rows_for_slots
+from schemes.libra.layout import job_layout
 from schemes.libra.options import LibraOptions
 from schemes.ps.options import PsOptions
 from schemes.ps.plan import plan as ps_plan
@@ -87,9 +89,12 @@ def plan(graph, scenario, o: LibraOptions) -> Plan:
     sz = sizes(graph, scenario, o)
     ina = plan_for(sz["shape"])(graph, scenario, o.ina_options(sz["window"]))
     wl = scenario.workload.model_dump()
-    info = {**ina.info, "tree_shape": o.tree, "values": sz["values"], "hot_rows": sz["hot_rows"],
-            "switch_values": sz["switch_values"], "dense_values": sz["dense_values"]}
     hot = hot_settings(o, sz["hot_rows"])
+    # what the workers will compute: fewer rows than the budget when fewer ids were seen
+    lay = job_layout(wl, scenario.seed, len(ina.workers), hot, sz["k"])
+    info = {**ina.info, "tree_shape": o.tree, "values": sz["values"], "hot_rows_budget": sz["hot_rows"],
+            "hot_rows": int(lay.hot.size), "switch_values": lay.switch_values,
+            "dense_values": sz["dense_values"]}
     common = {"workload": wl, "seed": scenario.seed, "hot": hot}
     if sz["block"] is None:   # dense workload: libra is ina
         info["degenerate"] = "dense workload: every parameter is hot, all through the switch (ina)"
@@ -108,6 +113,6 @@ def plan(graph, scenario, o: LibraOptions) -> Plan:
         # the server sees the cold block alone: one row block at offset 0
         comm[w] = {**common, "ina": ina.comm[w],
                    "ps": {**ps.comm[w], "row_blocks": [[0, rows, width]]}}
-    info.update(server_hosts=ps.info["server_hosts"], cold_rows=rows - sz["hot_rows"],
+    info.update(server_hosts=ps.info["server_hosts"], cold_rows=rows - int(lay.hot.size),
                 block=sz["block"])
     return Plan(ina.workers, comm, ps.servers, switch_commands=ina.switch_commands, info=info)
