@@ -23,6 +23,8 @@ SCHEME_STYLE = {
     "alltoall": {"color": OKABE_ITO["black"], "marker": "x", "label": "All-to-all"},
     "mxnet-ps": {"color": OKABE_ITO["yellow"], "marker": "X", "label": "MXNet PS"},
     "netstorm": {"color": OKABE_ITO["purple"], "marker": "P", "label": "NetStorm"},
+    # Okabe-Ito has eight colors; further schemes take Paul Tol's (also colorblind-safe)
+    "libra":    {"color": "#882255", "marker": "p", "label": "Libra"},     # Tol's wine
 }
 _SPARE = [(OKABE_ITO["purple"], "*"), (OKABE_ITO["yellow"], "h"), (OKABE_ITO["black"], "*")]
 SCHEME_ORDER = list(SCHEME_STYLE)

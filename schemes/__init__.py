@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "ina": "schemes.ina",            # one aggregating switch (SwitchML-like)
     "geo-ina": "schemes.geo_ina",    # hierarchical location-addressed INA (L3DML's first part)
     "netstorm": "schemes.netstorm",  # multi-root trees + auxiliary multipath (NetStorm)
+    "libra": "schemes.libra",        # hot rows in the switch, cold rows to a PS (Libra)
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 

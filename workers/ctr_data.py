@@ -84,6 +84,22 @@ def expected_touched_rows(spec: CtrSpec, samples: float) -> float:
                                            samples)
 
 
+def expected_touched_ids(spec: CtrSpec, seed: int, samples: float, excluded=()) -> float:
+    """Expected distinct ids touched by `samples` samples, the F fields counted together
+    (an id is untouched when no field draws it: prod over fields of (1 - p_f(id))^samples,
+    through the seed's permutations), ids in `excluded` left out: what a sparse push carries
+    besides a hot set (schemes/libra/model.py). Without exclusions it is
+    expected_touched_rows less the rows two fields share."""
+    p = zipf_probabilities(spec.vocabulary, spec.zipf_exponent)
+    log_untouched_by_rank = samples * np.log1p(-np.minimum(p, 1.0 - 1e-16))
+    log_untouched = np.zeros(spec.vocabulary)
+    for perm in field_permutations(seed, spec):
+        log_untouched[perm] += log_untouched_by_rank
+    touched = -np.expm1(log_untouched)
+    touched[np.asarray(excluded, dtype=np.int64)] = 0.0
+    return float(touched.sum())
+
+
 # ---------------------------------------------------------------- the data set
 def field_permutations(seed: int, spec: CtrSpec) -> np.ndarray:
     """(F, V): row f maps field f's Zipf rank to its id."""

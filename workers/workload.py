@@ -196,6 +196,14 @@ def expected_rows_touched(workload: dict, workers: int = 1) -> float:
     return expected_touched_rows(spec.ctr, workers * spec.batch_size)
 
 
+def minibatch_indices(seed: int, worker: int, iteration: int, shard_size: int,
+                      batch_size: int) -> np.ndarray:
+    """Indices into `worker`'s shard of its minibatch at `iteration` (seeded: any process can
+    tell which samples a worker trains on, e.g. schemes/libra counting ids of the warm-up)."""
+    rng = np.random.default_rng([seed, _BATCH, worker, iteration])
+    return rng.choice(shard_size, size=min(batch_size, shard_size), replace=False)
+
+
 class Workload:
     """One worker's view of the job: same object (same seed) on every worker."""
 
@@ -217,8 +225,7 @@ class Workload:
     def gradient(self, worker: int, iteration: int) -> tuple[np.ndarray, float]:
         """(clipped float64 gradient of `size` values, minibatch loss) of `worker` now."""
         x, y = self.data.shard(worker, self.n_workers)
-        rng = np.random.default_rng([self.seed, _BATCH, worker, iteration])
-        idx = rng.choice(len(y), size=min(self.spec.batch_size, len(y)), replace=False)
+        idx = minibatch_indices(self.seed, worker, iteration, len(y), self.spec.batch_size)
         loss, g = self.model.loss_and_grad(x[idx], y[idx])
         if self.size > len(g):
             filler = np.random.default_rng([self.seed, _SYNTH, worker, iteration]) \
