@@ -1,4 +1,5 @@
 """Switch factories for the aggregation tests: the P4 program in the softswitch, and the model."""
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,32 @@ def udp_bridge(sw, sock, stop, loss, rng):
             _, dst, payload = ap.udp_payload(out)
             if rng.random() >= loss:
                 sock.sendto(payload, (dst, port))
+
+
+@contextmanager
+def bridged_switch(agg_ip: str, worker_ips: list[str], window: int, loss: float, seed: int,
+                   k: int = 32):
+    """p4/aggregation.p4 in the in-process softswitch, one flat aggregation point at agg_ip
+    for worker_ips, behind a udp_bridge thread (loss each way): yields the switch."""
+    import socket
+    import threading
+
+    import numpy as np
+
+    from control.agg_entries import push
+    from workers import agg_packet as ap
+    sw = factory("softswitch", k)()
+    push(sw, flat_point_commands(agg_ip, worker_ips, window))
+    agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    agg.bind((agg_ip, ap.AGG_UDP_PORT))
+    agg.settimeout(0.05)
+    stop = threading.Event()
+    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, loss, np.random.default_rng(seed)),
+                         daemon=True)
+    t.start()
+    try:
+        yield sw
+    finally:
+        stop.set()
+        t.join(2)
+        agg.close()

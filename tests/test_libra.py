@@ -180,23 +180,9 @@ WORKER_IPS = ["127.0.46.2", "127.0.46.3", "127.0.46.4"]
 def loopback_switch():
     """p4/aggregation.p4 in the in-process softswitch behind a UDP bridge at AGG_IP (2 % loss
     each way, so the INA part retransmits)."""
-    import socket
-    import threading
-    from control.agg_entries import push
-    from tests.agg_switches import factory, flat_point_commands, udp_bridge
-    from workers import agg_packet as ap
-    sw = factory("softswitch")()
-    push(sw, flat_point_commands(AGG_IP, WORKER_IPS, 32))
-    agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    agg.bind((AGG_IP, ap.AGG_UDP_PORT))
-    agg.settimeout(0.05)
-    stop = threading.Event()
-    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, 0.02, np.random.default_rng(5)), daemon=True)
-    t.start()
-    yield sw
-    stop.set()
-    t.join(2)
-    agg.close()
+    from tests.agg_switches import bridged_switch
+    with bridged_switch(AGG_IP, WORKER_IPS, 32, loss=0.02, seed=5) as sw:
+        yield sw
 
 
 def libra_comm(rank, ps_port, hot=HOT, ps=True):

@@ -6,15 +6,12 @@
   program (in-process softswitch behind a lossy UDP bridge) with ina's communicator:
   sums against the float reference, the update, the events, clean ends, and the error
   path of an unreachable aggregation point."""
-import socket
 import threading
 
 import numpy as np
 import pytest
 
-from control.agg_entries import push
-from tests.agg_switches import factory, flat_point_commands, udp_bridge
-from workers import agg_packet as ap
+from tests.agg_switches import bridged_switch
 import schemes
 from workers import presets
 from workers.communicator import CommunicatorBase, Counters
@@ -29,18 +26,8 @@ MODEL = {"kind": "model", "name": "logreg", "dataset": "synthetic", "batch_size"
 
 @pytest.fixture
 def switch():
-    sw = factory("softswitch")()
-    push(sw, flat_point_commands(AGG_IP, WORKERS, 8))
-    agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    agg.bind((AGG_IP, ap.AGG_UDP_PORT))
-    agg.settimeout(0.05)
-    stop = threading.Event()
-    t = threading.Thread(target=udp_bridge, args=(sw, agg, stop, 0.05, np.random.default_rng(9)), daemon=True)
-    t.start()
-    yield sw
-    stop.set()
-    t.join(2)
-    agg.close()
+    with bridged_switch(AGG_IP, WORKERS, 8, loss=0.05, seed=9) as sw:
+        yield sw
 
 
 def config(tmp_path, i, ip, client=None, **over):
