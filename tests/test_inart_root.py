@@ -1,0 +1,159 @@
+"""InArt's parameter server as the root of an aggregation tree (schemes/inart/root_engine.py,
+root_server.py): hand cases, a differential test against p4/aggregation.p4 as a root point in
+the in-process softswitch, and the server process over loopback UDP."""
+import numpy as np
+import pytest
+
+from schemes.inart.root_engine import EV, EVENT_NAMES, Child, RootEngine
+from workers import agg_packet as ap
+
+SWITCH_CHILD, W1, W2 = "10.1.0.254", "10.0.2.1", "10.0.2.2"   # a switch's partial sum, two workers
+CHILDREN = [(0, SWITCH_CHILD), (1, W1), (2, W2)]
+I32_MAX, I32_MIN = 2**31 - 1, -2**31
+
+
+def data(slot, gen, sender, values, flags=ap.DATA, job=1, offset=None, exponent=-3, fan_in=3):
+    return ap.encode(job, flags, slot, gen, slot * 32 if offset is None else offset, sender,
+                     fan_in, exponent, np.asarray(values, dtype=np.int32))
+
+
+def vec(seed, lo=-2**26, hi=2**26):
+    return np.random.default_rng(seed).integers(lo, hi, size=32).astype(np.int32)
+
+
+def wrapped_sum(*vs):
+    return (sum(np.asarray(v, dtype=np.int64) for v in vs) % 2**32).astype(np.uint32).view(np.int32)
+
+
+def events(engine, **expected):
+    """Assert the named counters and that every other counter is 0."""
+    want = [0] * len(engine.events)
+    for name, n in expected.items():
+        want[EV[name]] = n
+    assert engine.events == want, {n: engine.events[i] for i, n in enumerate(EVENT_NAMES) if engine.events[i]}
+
+
+def engine3():
+    return RootEngine(job=1, fan_in=3, slots=4, children=CHILDREN)
+
+
+# ------------------------------------------------------------------ hand cases
+
+def test_fan_in_3_with_a_switch_partial_sum_multicasts_the_sum_to_every_child():
+    e = engine3()
+    partial = wrapped_sum(vec(1), vec(2))            # what the child switch summed below it
+    assert e.handle(data(2, 1, 0, partial, exponent=-5), SWITCH_CHILD) == []
+    assert e.handle(data(2, 1, 2, vec(3), exponent=-5), W2) == []
+    out = e.handle(data(2, 1, 1, vec(4), exponent=-5, offset=64), W1)
+    assert sorted(dst for dst, _ in out) == sorted([SWITCH_CHILD, W1, W2])
+    for _, payload in out:
+        r = ap.decode(payload)
+        assert (r.job, r.flags, r.slot, r.shadow, r.gen, r.fan_in, r.exponent) == (1, ap.RESULT, 2, 1, 1, 3, -5)
+        assert (r.offset, r.sender) == (64, 1)       # the completing packet's fields stay, as in P4
+        np.testing.assert_array_equal(r.values, wrapped_sum(vec(1), vec(2), vec(3), vec(4)))
+    events(e, new=1, add=2, complete=1, mcast=1)
+
+
+def test_a_lost_result_is_answered_on_the_retransmission_to_its_sender_alone():
+    e = engine3()
+    for s, ip in CHILDREN:
+        out = e.handle(data(0, 1, s, vec(s)), ip)
+    total = ap.decode(out[0][1]).values
+    # W1's result was lost: its client re-sends (DATA|RETX); the root answers W1 only.
+    answer = e.handle(data(0, 1, 1, vec(1), flags=ap.DATA | ap.RETX), W1)
+    assert [dst for dst, _ in answer] == [W1]
+    r = ap.decode(answer[0][1])
+    assert r.flags == ap.RESULT | ap.RETX and (r.slot, r.gen, r.sender, r.fan_in) == (0, 1, 1, 3)
+    np.testing.assert_array_equal(r.values, total)
+    # The re-sent partial sum of the child switch (its result was lost) is answered too.
+    assert [d for d, _ in e.handle(data(0, 1, 0, vec(0), flags=ap.DATA | ap.RETX), SWITCH_CHILD)] \
+        == [SWITCH_CHILD]
+    events(e, new=1, add=2, complete=1, mcast=1, dup_answer=2)
+
+
+def test_duplicates_before_completion_and_stale_generations_are_dropped():
+    e = engine3()
+    e.handle(data(1, 1, 0, vec(0)), SWITCH_CHILD)
+    assert e.handle(data(1, 1, 0, vec(9), flags=ap.DATA | ap.RETX), SWITCH_CHILD) == []   # not added twice
+    e.handle(data(1, 1, 1, vec(1)), W1)
+    out = e.handle(data(1, 1, 2, vec(2)), W2)
+    np.testing.assert_array_equal(ap.decode(out[0][1]).values, wrapped_sum(vec(0), vec(1), vec(2)))
+    # generation 2 uses the other copy; generation 1 stays answerable meanwhile
+    assert e.handle(data(1, 2, 0, vec(5)), SWITCH_CHILD) == []
+    assert [d for d, _ in e.handle(data(1, 1, 2, vec(2), flags=ap.DATA | ap.RETX), W2)] == [W2]
+    # generation 3 reuses copy 1's shadow (gen & 1 == 1): generation 1 is now stale there
+    assert e.handle(data(1, 3, 1, vec(6)), W1) == []
+    assert e.handle(data(1, 1, 0, vec(0), flags=ap.DATA | ap.RETX), SWITCH_CHILD) == []
+    events(e, new=3, add=2, complete=1, mcast=1, dup_drop=1, dup_answer=1, stale=1)
+
+
+def test_overflow_flag_is_kept_per_copy_and_reset_by_a_new_generation():
+    e = engine3()
+    e.handle(data(0, 1, 0, vec(0)), SWITCH_CHILD)
+    e.handle(data(0, 1, 1, vec(1), flags=ap.DATA | ap.OVERFLOW), W1)     # a clipped contribution
+    out = e.handle(data(0, 1, 2, vec(2)), W2)
+    assert {ap.decode(p).flags for _, p in out} == {ap.RESULT | ap.OVERFLOW}
+    answer = e.handle(data(0, 1, 0, vec(0), flags=ap.DATA | ap.RETX), SWITCH_CHILD)
+    assert ap.decode(answer[0][1]).flags == ap.RESULT | ap.RETX | ap.OVERFLOW
+    # generation 3 resets copy 1 (generation 1's): no clipped contribution, no flag
+    for s, ip in CHILDREN:
+        out = e.handle(data(0, 3, s, vec(s)), ip)
+    assert {ap.decode(p).flags for _, p in out} == {ap.RESULT}
+
+
+def test_values_wrap_around_modulo_2_to_the_32_as_the_switch_adds():
+    e = engine3()
+    a = np.full(32, I32_MAX, dtype=np.int32)
+    b = np.array([1, 2, I32_MAX, I32_MIN] * 8, dtype=np.int32)
+    c = np.array([0, -1, 1, I32_MIN] * 8, dtype=np.int32)
+    e.handle(data(3, 1, 0, a), SWITCH_CHILD)
+    e.handle(data(3, 1, 1, b), W1)
+    r = ap.decode(e.handle(data(3, 1, 2, c), W2)[0][1])
+    np.testing.assert_array_equal(r.values[:4], [I32_MIN, I32_MIN, -1, I32_MAX])
+    np.testing.assert_array_equal(r.values, wrapped_sum(a, b, c))
+
+
+@pytest.mark.parametrize("payload, why", [
+    (data(0, 1, 0, vec(0))[:-4], "truncated values"),
+    (data(0, 1, 0, np.zeros(31, dtype=np.int32)), "k != 32"),
+    (data(4, 1, 0, vec(0)), "slot beyond the window"),
+    (data(0, 1, 3, vec(0)), "sender >= fan_in"),
+    (data(0, 1, 0, vec(0))[:2] + bytes([0x00]) + data(0, 1, 0, vec(0))[3:], "shadow != gen & 1"),
+    (data(0, 1, 0, vec(0))[:4] + bytes(4) + data(0, 1, 0, vec(0))[8:], "gen 0"),
+])
+def test_malformed_packets_are_dropped_and_counted_bad(payload, why):
+    e = engine3()
+    assert e.handle(payload, W1) == [], why
+    events(e, bad=1)
+    assert e.ignored == 0
+
+
+def test_other_jobs_and_non_aggregation_payloads_are_ignored_and_results_dropped():
+    e = engine3()
+    assert e.handle(data(0, 1, 0, vec(0), job=2), W1) == []
+    assert e.handle(b"\x01hello", W1) == []
+    assert e.ignored == 2
+    assert e.handle(data(0, 1, 0, vec(0), flags=ap.RESULT), W1) == []     # nothing above the root
+    events(e, result_drop=1)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(job=256), "job"), (dict(fan_in=0), "fan_in"), (dict(fan_in=33), "fan_in"),
+    (dict(slots=0), "slots"), (dict(slots=2**15), "slots"), (dict(k=16), "k"),
+    (dict(children=[(0, SWITCH_CHILD), (2, W1), (3, W2)]), "children"),
+    (dict(children=[(0, SWITCH_CHILD), (1, W1)]), "children"),
+    (dict(children=[(0, W1), (1, W1), (2, W2)]), "children"),
+    (dict(children=[(0, "10.0.2"), (1, W1), (2, W2)]), "children[0].address"),
+])
+def test_bad_configuration_names_the_field(kwargs, field):
+    args = dict(job=1, fan_in=3, slots=4, children=CHILDREN) | kwargs
+    with pytest.raises(ValueError) as exc:
+        RootEngine(**args)
+    assert str(exc.value).startswith(f"{field}:")
+
+
+def test_children_may_be_given_as_child_records():
+    e = RootEngine(job=0, fan_in=1, slots=1, children=[Child(0, W1)], k=64)
+    out = e.handle(ap.encode(0, ap.DATA, 0, 1, 0, 0, 1, 0, np.arange(64, dtype=np.int32)), W1)
+    assert [d for d, _ in out] == [W1]
+    np.testing.assert_array_equal(ap.decode(out[0][1]).values, np.arange(64))
