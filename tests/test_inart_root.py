@@ -157,3 +157,122 @@ def test_children_may_be_given_as_child_records():
     out = e.handle(ap.encode(0, ap.DATA, 0, 1, 0, 0, 1, 0, np.arange(64, dtype=np.int32)), W1)
     assert [d for d, _ in out] == [W1]
     np.testing.assert_array_equal(ap.decode(out[0][1]).values, np.arange(64))
+
+
+# ------------------------------------------------------------------ differential: P4 root vs engine
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from tests.agg_switches import softswitch_factory  # noqa: E402
+
+ROOT_IP, STRANGER = "10.0.0.1", "10.0.9.9"
+SW_MAC = "00:00:00:00:00:fe"
+
+
+def root_point_commands(job, fan_in, slots, slot_base, addresses):
+    """p4/aggregation.p4 as the root point of `job` at ROOT_IP (the agg_points entry and the
+    multicast group as control/agg_entries.py writes them): child i behind port i + 1 with
+    replication id i + 1, and a /32 route to each child (duplicates are answered by routing)."""
+    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point {job} {ROOT_IP} => 1 {slot_base} "
+            f"{slots} {fan_in} 1 0.0.0.0 0 0", "mc_mgrp_create 1"]
+    for i, ip in enumerate(addresses):
+        mac = f"00:00:00:00:01:{i:02x}"
+        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} {mac}",
+                 f"mc_node_create {i + 1} {i + 1}", f"mc_node_associate 1 $n{i}",
+                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => {mac} {i + 1}"]
+    return cmds
+
+
+def _values(kind, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "max":
+        return (I32_MAX - rng.integers(0, 4, size=32)).astype(np.int32)
+    if kind == "min":
+        return (I32_MIN + rng.integers(0, 4, size=32)).astype(np.int32)
+    if kind == "full":
+        return rng.integers(I32_MIN, I32_MAX, size=32, endpoint=True).astype(np.int32)
+    return rng.integers(-100, 100, size=32).astype(np.int32)
+
+
+# one packet: its header fields, values and what (if anything) breaks it
+packets = st.fixed_dictionaries(dict(
+    slot=st.integers(0, 3), gen=st.sampled_from([1, 2, 3, 4, 5, 2**32 - 1]),
+    sender=st.integers(0, 4), source=st.integers(0, 4),
+    flags=st.sampled_from([ap.DATA, ap.DATA, ap.DATA | ap.RETX, ap.DATA | ap.OVERFLOW, ap.RESULT,
+                           ap.RESULT | ap.OVERFLOW]),
+    header_fan_in=st.one_of(st.none(), st.integers(0, 255)),   # None: the point's; ignored by P4
+    offset=st.integers(0, 2**32 - 1), exponent=st.integers(-128, 127),
+    values=st.sampled_from(["max", "min", "full", "small"]), seed=st.integers(0, 2**16),
+    defect=st.sampled_from([None] * 12 + ["shadow", "gen0", "k", "truncated", "short", "job",
+                                          "tail"]),
+    # a round: every child sends this (slot, gen) in the order `seed` draws, then this packet
+    # (with its defect) goes last, so completions and their answers are frequent
+    round=st.booleans()))
+
+
+def _payload(p, job, fan_in):
+    payload = bytearray(ap.encode(job, p["flags"], p["slot"], p["gen"], p["offset"], p["sender"],
+                                  fan_in if p["header_fan_in"] is None else p["header_fan_in"],
+                                  p["exponent"], _values(p["values"], p["seed"])))
+    d = p["defect"]
+    if d == "shadow":
+        payload[2] ^= 0x80
+    elif d == "gen0":
+        payload[4:8] = bytes(4)
+        payload[2] &= 0x7F                      # shadow 0 == gen & 1: only the gen is wrong
+    elif d == "k":
+        payload[15] = 31
+    elif d == "truncated":
+        del payload[-4:]
+    elif d == "short":
+        del payload[10:]
+    elif d == "job":
+        payload[0] = (job + 1) % 256
+    elif d == "tail":
+        payload += b"tail"
+    return bytes(payload)
+
+
+def _switch_outputs(sw, src_ip, payload, addresses):
+    """(destination IP, payload) of each frame the switch sent, checking that a multicast
+    replica left on the port of the child its replication id names (egress table)."""
+    frame = ap.udp_frame("00:00:00:00:02:01", SW_MAC, src_ip, ROOT_IP, payload)
+    out = []
+    for port, f in sw.process(9, frame):
+        assert ap.ipv4_checksum_ok(f)
+        src, dst, body = ap.udp_payload(f)
+        assert src == ROOT_IP, "the root answers from its aggregation address"
+        assert port == addresses.index(dst) + 1, f"{dst} left on port {port}"
+        out.append((dst, body))
+    return out
+
+
+def _expand_rounds(ops, fan_in):
+    for p in ops:
+        if p["round"]:
+            order = np.random.default_rng(p["seed"]).permutation(fan_in)
+            for n, s in enumerate(order):
+                yield p | dict(sender=int(s), source=int(s), seed=p["seed"] + n + 1, defect=None,
+                               flags=p["flags"] & ~ap.RESULT | ap.DATA)
+        yield p
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(job=st.integers(0, 255), fan_in=st.integers(1, 4), slots=st.integers(1, 3),
+       slot_base=st.integers(0, 5), ops=st.lists(packets, min_size=1, max_size=40))
+def test_engine_matches_the_p4_root_packet_for_packet(job, fan_in, slots, slot_base, ops):
+    addresses = [SWITCH_CHILD, W1, W2, "10.0.3.1"][:fan_in]
+    sw = softswitch_factory()()
+    from control.agg_entries import push
+    # a sender that is no child still gets its answer: the switch routes it like any packet
+    push(sw, root_point_commands(job, fan_in, slots, slot_base, addresses)
+         + [f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {STRANGER}/32 => {SW_MAC} "
+            f"{fan_in + 1}"])
+    engine = RootEngine(job, fan_in, slots, list(enumerate(addresses)))
+    sources = addresses + [STRANGER]
+    for i, p in enumerate(_expand_rounds(ops, fan_in)):
+        payload = _payload(p, job, fan_in)
+        src = sources[min(p["source"], len(sources) - 1)]
+        want = sorted(_switch_outputs(sw, src, payload, addresses + [STRANGER]))
+        got = sorted(engine.handle(payload, src))
+        assert got == want, f"packet {i}: {p}"
+        assert engine.events == sw.events, f"packet {i}: {p}"
