@@ -1,11 +1,23 @@
 """InArt's parameter server as the root of an aggregation tree (schemes/inart/root_engine.py,
 root_server.py): hand cases, a differential test against p4/aggregation.p4 as a root point in
 the in-process softswitch, and the server process over loopback UDP."""
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from control.agg_entries import push
 from schemes.inart.root_engine import EV, EVENT_NAMES, Child, RootEngine
+from tests.agg_switches import softswitch_factory
 from workers import agg_packet as ap
+
+REPO = Path(__file__).resolve().parent.parent
 
 SWITCH_CHILD, W1, W2 = "10.1.0.254", "10.0.2.1", "10.0.2.2"   # a switch's partial sum, two workers
 CHILDREN = [(0, SWITCH_CHILD), (1, W1), (2, W2)]
@@ -160,10 +172,6 @@ def test_children_may_be_given_as_child_records():
 
 
 # ------------------------------------------------------------------ differential: P4 root vs engine
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-
-from tests.agg_switches import softswitch_factory  # noqa: E402
-
 ROOT_IP, STRANGER = "10.0.0.1", "10.0.9.9"
 SW_MAC = "00:00:00:00:00:fe"
 
@@ -262,7 +270,6 @@ def _expand_rounds(ops, fan_in):
 def test_engine_matches_the_p4_root_packet_for_packet(job, fan_in, slots, slot_base, ops):
     addresses = [SWITCH_CHILD, W1, W2, "10.0.3.1"][:fan_in]
     sw = softswitch_factory()()
-    from control.agg_entries import push
     # a sender that is no child still gets its answer: the switch routes it like any packet
     push(sw, root_point_commands(job, fan_in, slots, slot_base, addresses)
          + [f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {STRANGER}/32 => {SW_MAC} "
@@ -276,3 +283,108 @@ def test_engine_matches_the_p4_root_packet_for_packet(job, fan_in, slots, slot_b
         got = sorted(engine.handle(payload, src))
         assert got == want, f"packet {i}: {p}"
         assert engine.events == sw.events, f"packet {i}: {p}"
+
+
+# ------------------------------------------------------------------ the server over loopback UDP
+ROOT_LO, CHILD_LOS = "127.0.0.1", ["127.0.0.2", "127.0.0.3"]
+
+
+def _child_sockets():
+    """Two fake children bound to one free port on their own loopback addresses (the protocol
+    uses the same port at every end), and that port."""
+    for _ in range(20):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.bind((ROOT_LO, 0))
+        port = probe.getsockname()[1]
+        socks = []
+        try:
+            for ip in CHILD_LOS:
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind((ip, port))
+                s.settimeout(5)
+        except OSError:
+            for s in socks:
+                s.close()
+            continue
+        finally:
+            probe.close()
+        return socks, port
+    pytest.fail("no free UDP port on loopback for the fake children")
+
+
+def _start_server(port, children, *extra):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "schemes.inart.root_server", "--ip", ROOT_LO, "--job", "7",
+         "--fan-in", str(len(children)), "--slots", "8", "--port", str(port),
+         "--children", json.dumps([{"index": i, "address": a} for i, a in enumerate(children)]),
+         *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc
+
+
+def _recv(sock):
+    data, (src, _) = sock.recvfrom(4096)
+    return src, ap.decode(data)
+
+
+def test_server_sums_two_children_over_udp_answers_a_retransmission_and_reports_at_sigterm():
+    socks, port = _child_sockets()
+    proc = _start_server(port, CHILD_LOS)
+    try:
+        assert proc.stderr.readline().startswith(f"inart root {ROOT_LO}:{port}: job 7, fan-in 2")
+        a, b = vec(11, I32_MIN, I32_MAX), vec(12, I32_MIN, I32_MAX)
+        for s, (sender, v) in zip(socks, enumerate([a, b])):
+            s.sendto(ap.encode(7, ap.DATA, 5, 1, 160, sender, 2, 0, v), (ROOT_LO, port))
+        for s in socks:
+            src, r = _recv(s)
+            assert src == ROOT_LO and (r.flags, r.slot, r.gen, r.fan_in) == (ap.RESULT, 5, 1, 2)
+            np.testing.assert_array_equal(r.values, wrapped_sum(a, b))
+        # child 1 "lost" its result: its retransmission is answered to it alone
+        socks[1].sendto(ap.encode(7, ap.DATA | ap.RETX, 5, 1, 160, 1, 2, 0, b), (ROOT_LO, port))
+        src, r = _recv(socks[1])
+        assert r.flags == ap.RESULT | ap.RETX
+        np.testing.assert_array_equal(r.values, wrapped_sum(a, b))
+        socks[0].settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            socks[0].recvfrom(4096)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for s in socks:
+            s.close()
+    assert proc.returncode == 0, err
+    stats = json.loads(out.strip().splitlines()[-1])
+    assert (stats["role"], stats["job"], stats["packets_in"], stats["packets_out"]) == ("inart-root", 7, 3, 3)
+    assert stats["events"]["complete"] == 1 and stats["events"]["dup_answer"] == 1
+    assert stats["send_dropped"] == stats["send_errors"] == stats["ignored"] == 0
+    assert "elapsed_s" in stats
+
+
+@pytest.mark.parametrize("children, message", [
+    ("[{", "error: --children: not JSON"),
+    ('[{"index": 0}]', "error: --children[0]: expected"),
+    ('[{"index": 0, "address": "127.0.0.2"}, {"index": 0, "address": "127.0.0.3"}]', "error: children: indices"),
+])
+def test_server_refuses_a_bad_children_list_with_one_line(children, message):
+    r = subprocess.run([sys.executable, "-m", "schemes.inart.root_server", "--ip", ROOT_LO, "--job", "1",
+                        "--fan-in", "2", "--slots", "4", "--port", "9", "--children", children],
+                       cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_server_says_why_when_the_port_is_taken():
+    socks, port = _child_sockets()
+    try:
+        r = subprocess.run([sys.executable, "-m", "schemes.inart.root_server", "--ip", CHILD_LOS[0],
+                            "--job", "1", "--fan-in", "1", "--slots", "4", "--port", str(port),
+                            "--children", '[{"index": 0, "address": "127.0.0.3"}]'],
+                           cwd=REPO, capture_output=True, text=True, timeout=30)
+    finally:
+        for s in socks:
+            s.close()
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"error: [Errno 98] cannot bind UDP {CHILD_LOS[0]}:{port}"), r.stderr
