@@ -47,16 +47,21 @@ def factory(kind: str, k: int = 32):
         pytest.skip(f"softswitch cannot be imported: {e}")
 
 
-def flat_point_commands(agg_ip: str, worker_ips: list[str], window: int) -> list[str]:
-    """One aggregation point (job 1) at agg_ip for these workers, all behind port 1, and
-    /32 routes back to them (answers to retransmissions go to their sender)."""
-    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point 1 {agg_ip} => 1 0 {window} "
-            f"{len(worker_ips)} 1 0.0.0.0 0 0", "mc_mgrp_create 1"]
+def flat_point_commands(agg_ip: str, worker_ips: list[str], window: int, *, job: int = 1,
+                        slot_base: int = 0, fan_in: int | None = None,
+                        port_per_child: bool = False) -> list[str]:
+    """One root aggregation point of `job` at agg_ip for these children (fan_in: their
+    number unless given), all behind port 1 or child i behind port i + 1, and /32 routes
+    back to them (answers to retransmissions go to their sender)."""
+    fan_in = len(worker_ips) if fan_in is None else fan_in
+    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point {job} {agg_ip} => 1 {slot_base} "
+            f"{window} {fan_in} 1 0.0.0.0 0 0", "mc_mgrp_create 1"]
     for i, ip in enumerate(worker_ips):
         mac = f"00:00:00:00:01:{i:02x}"
+        port = i + 1 if port_per_child else 1
         cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} {mac}",
-                 f"mc_node_create {i + 1} 1", f"mc_node_associate 1 $n{i}",
-                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => {mac} 1"]
+                 f"mc_node_create {i + 1} {port}", f"mc_node_associate 1 $n{i}",
+                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => {mac} {port}"]
     return cmds
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from control.agg_entries import push
 from schemes.inart.root_engine import EV, EVENT_NAMES, Child, RootEngine
-from tests.agg_switches import softswitch_factory
+from tests.agg_switches import flat_point_commands, softswitch_factory
 from workers import agg_packet as ap
 
 REPO = Path(__file__).resolve().parent.parent
@@ -180,14 +180,8 @@ def root_point_commands(job, fan_in, slots, slot_base, addresses):
     """p4/aggregation.p4 as the root point of `job` at ROOT_IP (the agg_points entry and the
     multicast group as control/agg_entries.py writes them): child i behind port i + 1 with
     replication id i + 1, and a /32 route to each child (duplicates are answered by routing)."""
-    cmds = [f"table_add MyIngress.agg_points MyIngress.agg_point {job} {ROOT_IP} => 1 {slot_base} "
-            f"{slots} {fan_in} 1 0.0.0.0 0 0", "mc_mgrp_create 1"]
-    for i, ip in enumerate(addresses):
-        mac = f"00:00:00:00:01:{i:02x}"
-        cmds += [f"table_add MyEgress.agg_children MyEgress.set_child {i + 1} => {ip} {mac}",
-                 f"mc_node_create {i + 1} {i + 1}", f"mc_node_associate 1 $n{i}",
-                 f"table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward {ip}/32 => {mac} {i + 1}"]
-    return cmds
+    return flat_point_commands(ROOT_IP, addresses, slots, job=job, slot_base=slot_base,
+                               fan_in=fan_in, port_per_child=True)
 
 
 def _values(kind, seed):
