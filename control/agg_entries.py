@@ -7,7 +7,9 @@ For every aggregation point hosted by a switch (docs/protocol.md, "Control plane
   table_add MyEgress.agg_children MyEgress.set_child <rid> => <child address> <child mac>
   register_write MyIngress.r_gen <i> 0   for both copies of every slot of the point
 plus /32 routes toward each global aggregation address (rack and datacenter addresses
-lie inside the /24s that control/routes.py already routes to their switch).
+lie inside the /24s that control/routes.py already routes to their switch). A point run by
+a host (a server at the root of an InArt tree) gets no switch commands: its parent-facing
+switch points name the host's IP, which is routed already.
 
 Multicast node handles are assigned by the switch, so node commands refer to them
 as `$n<i>` (the i-th mc_node_create of that switch's list); `push` substitutes the
@@ -19,7 +21,7 @@ import re
 
 import networkx as nx
 
-from control.agg_tree import AggTree
+from control.agg_tree import AggTree, hosted_by_switch
 from control.routes import entries_towards
 
 DEFAULT_SLOTS = 2048     # AGG_SLOTS of p4/aggregation.p4
@@ -50,6 +52,8 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
     nodes_created: dict[str, int] = {}
     for tree in trees:
         for p in sorted(tree.points.values(), key=lambda p: p.id):
+            if not hosted_by_switch(g, p):
+                continue        # a server at the root (InArt) runs its point itself
             cmds = out.setdefault(p.switch, [])
             base = next_base.get(p.switch, 0)
             if base + tree.window > slots:
@@ -81,6 +85,8 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
     seen = set()
     for tree in trees:
         root = tree.points[tree.root]
+        if not hosted_by_switch(g, root):
+            continue            # a host's IP is routed already (control/routes.py)
         for e in entries_towards(g, f"{root.address}/32", root.switch):
             if (e.switch, e.prefix) not in seen:
                 seen.add((e.switch, e.prefix))

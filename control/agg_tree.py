@@ -10,6 +10,11 @@ and no packet has to be recirculated.
 ina (flat, SwitchML-like): one aggregation point at the root gateway; every worker
 is its child, wherever it is.
 
+Rooted at a server (InArt, `build_server_tree`): the root point is a host running
+schemes/inart/root_server.py; every worker is a child either of that host directly or of
+one switch point (its rack or datacenter aggregation address, one level), as a planner
+assigned them. A switch point's parent is the host's IP.
+
 The root is a scenario option; by default the datacenter whose gateway has the
 smallest total RTT to the other gateways (ties: lowest index).
 """
@@ -22,7 +27,7 @@ import networkx as nx
 from topologies import addressing as addr
 
 MAX_FAN_IN = 32          # width of the switch's bitmap register
-LEVELS = ("rack", "dc", "global")
+LEVELS = ("rack", "dc", "global", "server")
 
 
 @dataclass(frozen=True)
@@ -187,3 +192,70 @@ def build_tree(g: nx.Graph, job: int = 1, scheme: str = "geo-ina", workers: list
                 bindings[c.node] = WorkerBinding(c.node, c.address, p.address, i, p.fan_in)
     return AggTree(job, scheme, root_pt.id, window, points, bindings)
 
+
+
+def switch_aggregation_address(g: nx.Graph, switch: str) -> str:
+    """The aggregation address a switch owns: 10.D.R.254 at a rack switch, 10.D.0.254 at a
+    gateway (both inside prefixes the switch already owns, so routing reaches them)."""
+    a = g.nodes[switch]
+    if a["role"] == "rack_switch":
+        return addr.rack_aggregation_ip(a["dc_index"], a["rack"])
+    if a["role"] == "gateway":
+        return addr.dc_aggregation_ip(a["dc_index"])
+    raise ValueError(f"{switch!r} is a {a['role']}, not a switch that can aggregate")
+
+
+def build_server_tree(g: nx.Graph, job: int, server: str, assignment: dict[str, str],
+                      window: int = 64) -> AggTree:
+    """The tree of one job rooted at host `server`: `assignment` maps every worker to its
+    aggregation node, `server` itself (the worker sends straight to the server) or a
+    switch (the worker is a child of that switch's point, whose parent is the server)."""
+    if not 0 <= job <= 255:
+        raise ValueError(f"job id must fit a byte (0..255), got {job}")
+    if server not in g or g.nodes[server]["role"] != "host":
+        raise ValueError(f"server {server!r} is not a host of this topology")
+    if not assignment:
+        raise ValueError("a job needs at least one worker")
+    if server in assignment:
+        raise ValueError(f"server {server} cannot also be a worker of its own job (both ends of "
+                         "the protocol bind the same UDP port): place the server on another host")
+    for w, node in assignment.items():
+        if w not in g or g.nodes[w]["role"] != "host":
+            raise ValueError(f"worker {w!r} is not a host of this topology")
+        if node != server and (node not in g or g.nodes[node]["role"] == "host"):
+            raise ValueError(f"worker {w}: aggregation node {node!r} is neither the server "
+                             f"{server} nor a switch")
+    workers = sorted(assignment, key=lambda n: g.nodes[n]["worker_index"])
+    sa = g.nodes[server]
+    root = AggPoint(f"{job}:server:{server}", job, "server", server, sa["ip"])
+    points = {root.id: root}
+    switch_points: dict[str, AggPoint] = {}
+    for w in workers:
+        node = assignment[w]
+        child = Child(w, g.nodes[w]["ip"], g.nodes[w]["mac"], None)
+        if node == server:
+            root.children.append(child)
+            continue
+        if node not in switch_points:
+            level = "rack" if g.nodes[node]["role"] == "rack_switch" else "dc"
+            p = AggPoint(f"{job}:{level}:{node}", job, level, node, switch_aggregation_address(g, node))
+            switch_points[node] = points[p.id] = p
+        switch_points[node].children.append(child)
+    # children of the server in worker order: direct workers first, then the switch points
+    # by their first worker
+    for p in sorted(switch_points.values(), key=lambda p: g.nodes[p.children[0].node]["worker_index"]):
+        p.parent, p.index_at_parent = root.id, root.fan_in
+        root.children.append(Child(p.switch, p.address, g.nodes[p.switch]["mac"], p.id))
+    for p in points.values():
+        _check_fan_in(p)
+    bindings = {}
+    for p in points.values():
+        for i, c in enumerate(p.children):
+            if c.point is None:
+                bindings[c.node] = WorkerBinding(c.node, c.address, p.address, i, p.fan_in)
+    return AggTree(job, "inart", root.id, window, points, bindings)
+
+
+def hosted_by_switch(g: nx.Graph, point: AggPoint) -> bool:
+    """False for a point a host runs (the root of a server tree)."""
+    return g.nodes[point.switch]["role"] != "host"

@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "geo-ina": "schemes.geo_ina",    # hierarchical location-addressed INA (L3DML's first part)
     "netstorm": "schemes.netstorm",  # multi-root trees + auxiliary multipath (NetStorm)
     "libra": "schemes.libra",        # hot rows in the switch, cold rows to a PS (Libra)
+    "inart": "schemes.inart",        # multi-PS split + INA route selection (InArt)
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 

@@ -38,6 +38,9 @@ class Server:
     host: str
     module: str                     # run as python3 -m module *args
     args: tuple[str, ...] = ()
+    ends_by_signal: bool = False    # serves until SIGTERM (a UDP root server has no BYE to end
+                                    # on): the app stops it once the workers are done, then
+                                    # reads its stats
 
 
 @dataclass

@@ -165,7 +165,11 @@ class SchemeApp(App):
 
     def collect(self) -> dict:
         errors = {p.worker: p.error for p in self.progress() if p.error}
-        for kind, _, p in self.procs:   # servers print their stats once the last BYE arrived
+        signalled = {s.name for s in self.plan_.servers if s.ends_by_signal}
+        for kind, name, p in self.procs:   # servers print their stats once the last BYE arrived
+            if kind == "server" and name in signalled and p.poll() is None:
+                p.terminate()              # ... or, serving until told, once told
+        for kind, _, p in self.procs:
             if kind == "server":
                 try:
                     p.wait(5)

@@ -46,16 +46,34 @@ def aggregate(sock: socket.socket, client: InaClient, values: np.ndarray, expone
               overflow: bool = False, port: int = AGG_UDP_PORT, timeout_s: float | None = None,
               clock=time.monotonic) -> np.ndarray:
     """Send one int32 tensor, serve retransmissions, return the aggregated int32 tensor."""
+    (total,) = aggregate_many(sock, [(client, values)], exponent, overflow, port, timeout_s, clock)
+    return total
+
+
+def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = False,
+                   port: int = AGG_UDP_PORT, timeout_s: float | None = None,
+                   clock=time.monotonic) -> list[np.ndarray]:
+    """Aggregate several int32 tensors at once, each through its own client (own job, own
+    aggregation point, window and congestion control): `parts` is [(client, values)], the
+    jobs distinct. Results are handed to the client of their job (the header's first byte);
+    a datagram of no client's job goes to the first client, which counts it as bad.
+    Returns the aggregated tensors in the order of `parts`."""
+    clients = [c for c, _ in parts]
+    by_job = {c.cfg.job: c for c in clients}
+    if len(by_job) != len(clients):
+        raise ValueError(f"aggregate_many: jobs {[c.cfg.job for c in clients]} must be distinct")
     start = clock()
-    _send(sock, client.start(values, start, exponent, overflow), port)
-    while not client.done:
+    for c, values in parts:
+        _send(sock, c.start(values, start, exponent, overflow), port)
+    while not all(c.done for c in clients):
         now = clock()
         if timeout_s is not None and now - start > timeout_s:
             raise TimeoutError(f"aggregation not finished after {timeout_s} s "
-                               f"({client.stats.results} results, {client.stats.retransmissions} "
+                               f"({sum(c.stats.results for c in clients)} results, "
+                               f"{sum(c.stats.retransmissions for c in clients)} "
                                "retransmissions); check the switches and routes")
-        deadline = client.next_deadline()
-        wait = 0.5 if deadline is None else max(0.0, deadline - now)
+        deadlines = [d for c in clients if (d := c.next_deadline()) is not None]
+        wait = 0.5 if not deadlines else max(0.0, min(deadlines) - now)
         readable, _, _ = select.select([sock], [], [], wait)
         now = clock()
         if readable:
@@ -65,9 +83,11 @@ def aggregate(sock: socket.socket, client: InaClient, values: np.ndarray, expone
                     payload, anc, _, _ = sock.recvmsg(RECV_BYTES, ANC_BYTES)
                 except BlockingIOError:
                     break
-                _send(sock, client.on_packet(payload, now, arrival_time(anc, offset, now)), port)
-        _send(sock, client.on_timer(now), port)
-    return client.result()
+                c = by_job.get(payload[0], clients[0]) if payload else clients[0]
+                _send(sock, c.on_packet(payload, now, arrival_time(anc, offset, now)), port)
+        for c in clients:
+            _send(sock, c.on_timer(now), port)
+    return [c.result() for c in clients]
 
 
 def arrival_time(anc, realtime_minus_clock: float, now: float) -> float | None:

@@ -25,31 +25,44 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     """The model of aggregating `values` values per worker per iteration (libra sends
     only its switch vector through the tree)."""
     tree, k = tree_for(shape, graph, scenario, o)
+    return predict_trees(shape, graph, scenario, [(tree, values)], k)
+
+
+def predict_trees(scheme: str, graph, scenario, trees, k: int) -> M.Prediction:
+    """The model of several trees aggregating at once, [(tree, values per worker)] (inart:
+    one tree per parameter server, each with its share of the model): their frames load the
+    links together; each tree is window-limited on its own round trip."""
     net = M.Net(graph)
     load = M.Load(net)
-    chunks = math.ceil(values / k)
     frame = frame_bytes(k)
-    for p in tree.points.values():
-        for c in p.children:
-            load.frames(c.node, p.switch, chunks, frame)    # contributions / partial sums up
-            load.frames(p.switch, c.node, chunks, frame)    # results down (multicast replica)
-    workers = sorted(tree.workers, key=lambda n: graph.nodes[n]["worker_index"])
-    root_sw = tree.points[tree.root].switch
-    rtt = max(net.rtt(w, root_sw) for w in workers)
-    comp = M.compute(graph, scenario, workers)
+    workers: set[str] = set()
+    windows = []
+    for tree, values in trees:
+        chunks = math.ceil(values / k)
+        for p in tree.points.values():
+            for c in p.children:
+                load.frames(c.node, p.switch, chunks, frame)    # contributions / partial sums up
+                load.frames(p.switch, c.node, chunks, frame)    # results down (multicast replica)
+        workers |= set(tree.workers)
+        root_node = tree.points[tree.root].switch
+        windows.append((tree, chunks, max(net.rtt(w, root_node) for w in tree.workers)))
+    comp = M.compute(graph, scenario, sorted(workers, key=lambda n: graph.nodes[n]["worker_index"]))
     limits = M.link_limits(load, scenario)
-    w = tree.window
     # Window-limited, a round takes R, but the last window's chunks are spaced by the
     # busiest link (measured: results come back in bursts at the WAN rate, not all at
     # once): the last one completes a window's serialization after the first.
     ser, _ = load.serialization()
-    limits[f"window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
-           f"({chunks} chunks of k={k}), the last window serialized"] = \
-        max(0.0, chunks / w - 1) * rtt + ser * min(1.0, w / chunks)
+    for tree, chunks, rtt in windows:
+        w = tree.window
+        name = "" if len(trees) == 1 else f"job {tree.job}: "
+        limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
+               f"({chunks} chunks of k={k}), the last window serialized"] = \
+            max(0.0, chunks / w - 1) * rtt + ser * min(1.0, w / max(chunks, 1))
+    tree, _, rtt = max(windows, key=lambda t: t[2])
     add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt}
     notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
              "the congestion window persists across iterations and has no restart after "
              "idle; it starts at 16 packets in the first iteration (warm-up, not modelled)"]
     if any(a.get("loss_pct") for _, _, a in graph.edges(data=True)):
         notes.append("loss not modelled for INA (each loss costs a retransmission timeout)")
-    return M.assemble(shape, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))

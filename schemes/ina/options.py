@@ -8,14 +8,9 @@ from pydantic import Field, field_validator
 from schemes.base import Options
 
 
-class InaOptions(Options):
-    # datacenter name or 1-based index of the global aggregation point (default: best total RTT)
-    root: str | int | None = None
-    # slots per aggregation point = most packets in flight per worker: an integer, or "auto":
-    # the bandwidth-delay product of the slowest WAN link and the longest worker-root-worker
-    # round trip, in packets, a power of two in 64..1024 within the switch's slots
-    # (plan.auto_window). The congestion window decides how much of it is used.
-    window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
+class InaTransportOptions(Options):
+    """The worker side's transport: values per packet, job id, timeouts, congestion control
+    (every scheme whose workers run workers/ina_client.py has them)."""
     k: Literal[32, 64] | None = None     # values per packet (default: the switch's AGG_K, else 32)
     job: int = Field(1, ge=0, le=255)    # job id; jobs share switch memory by slot ranges
     # initial retransmission timeout before RTT samples exist, real-world ms (x dilation)
@@ -36,16 +31,26 @@ class InaOptions(Options):
     # "cubic" (x0.7, regrow in real-world seconds whatever the round trip; RFC 8312)
     congestion_law: Literal["reno", "cubic"] = "cubic"
 
-    @field_validator("window", mode="before")
-    @classmethod
-    def _window(cls, v):
-        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
-            raise ValueError('must be "auto" or an integer in 1..32767')
-        return v
-
     @field_validator("rto_margin_ms", mode="before")
     @classmethod
     def _margin(cls, v):
         if v != "auto" and not (type(v) in (int, float) and v > 0):
             raise ValueError('must be "auto" or a number > 0')
+        return v
+
+
+class InaOptions(InaTransportOptions):
+    # datacenter name or 1-based index of the global aggregation point (default: best total RTT)
+    root: str | int | None = None
+    # slots per aggregation point = most packets in flight per worker: an integer, or "auto":
+    # the bandwidth-delay product of the slowest WAN link and the longest worker-root-worker
+    # round trip, in packets, a power of two in 64..1024 within the switch's slots
+    # (plan.auto_window). The congestion window decides how much of it is used.
+    window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v):
+        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
+            raise ValueError('must be "auto" or an integer in 1..32767')
         return v

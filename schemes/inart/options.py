@@ -1,7 +1,8 @@
 """Options of InArt's planning (phase 1 split, phase 2 routing): the testbed's interpretation
 choices, each named where README_plan.md explains it. Defaults follow the group's public
 code (RRIAR, Fangjin98/distributed-training-INA @19c6836) where it has the knob, else the
-reading seeds.md section 3.3 proposes. Not registered as a scheme yet (no data path)."""
+reading seeds.md section 3.3 proposes. `InartOptions` are the scheme's: the planning ones,
+the workers' transport (ina's) and where the parameter servers run."""
 from __future__ import annotations
 
 from typing import Literal
@@ -11,6 +12,7 @@ from pydantic import Field
 from control.agg_entries import DEFAULT_SLOTS
 from control.agg_tree import MAX_FAN_IN
 from schemes.base import Options
+from schemes.ina.options import InaTransportOptions
 from schemes.inart.paths import KEEP, MAX_HOPS, PATH_LIMIT
 
 
@@ -59,3 +61,17 @@ class InartPlanOptions(Options):
     # ---- re-planning
     replan_threshold: float = Field(0.2, ge=0)   # a used path's bottleneck moved by more than
                                             # this fraction: the plan must change
+
+
+class InartOptions(InartPlanOptions, InaTransportOptions):
+    """Options of scheme inart (README.md). PS k's tree is job `job + k`."""
+    # parameter server hosts (dedicated: they run no worker); None: `num_servers` hosts
+    # chosen by placement.server_hosts (the last host of each datacenter in turn)
+    servers: list[str] | None = None
+    num_servers: int = Field(2, ge=1, le=32)
+    # phase 2's router: "lp" (InArt: LP + randomized rounding), "shortest_path" (the
+    # paper's INA-with-shortest-path baseline), "none" (multi-PS without INA)
+    routing: Literal["lp", "shortest_path", "none"] = "lp"
+    # "planned": /32 routes make every stream follow the plan's path (control/path_routes.py);
+    # "shortest": the data path keeps the minimum-delay routes whatever the plan chose
+    paths: Literal["planned", "shortest"] = "planned"

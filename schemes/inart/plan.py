@@ -1,0 +1,146 @@
+"""Plan of scheme inart (pure): InArt's two phases turned into trees, switch entries, root
+servers and the workers' client configurations.
+
+    servers   K parameter server hosts (options.servers, else placement below); they run no
+              worker: a root server and a worker would both bind the protocol's UDP port
+    phases    split.plan_inart (phase 1 split <-> phase 2 routing; baselines.py's routers
+              for routing "shortest_path" and "none") -> shares alpha_k, and per PS each
+              worker's aggregation node (a switch or the PS) and the paths
+    trees     PS k's tree is job `job + k`, rooted at the PS host (control/agg_tree
+              .build_server_tree): the switches it uses aggregate their workers' streams
+              and send the partial sum to the PS, which completes the sum and sends the
+              RESULT back down (root_server.py)
+    entries   control/agg_entries for the switch points; with paths "planned" also /32
+              routes that carry every stream along its planned path (control/path_routes)
+    comm      per worker: one ina ClientConfig per PS (same order as shares) and the
+              shares; the worker cuts its quantized gradient into value ranges by them
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from control.agg_entries import DEFAULT_SLOTS, switch_commands
+from control.agg_tree import build_server_tree, switch_aggregation_address
+from control.path_routes import Stream, path_routes, routed_path, with_base_routes
+from schemes.base import Plan, Server
+from schemes.ina.plan import check_program, client_config, program_k, rto_margin_ms, tree_record
+from schemes.inart.baselines import route_shortest
+from schemes.inart.options import InartOptions
+from schemes.inart.split import InartPlan, plan_inart
+from topologies.graph import hosts_by_dc
+
+COMMUNICATOR = "schemes.inart.communicator:InartCommunicator"
+PROGRAM = "p4/aggregation.p4"
+ROOT_SERVER = "schemes.inart.root_server"
+
+
+def server_hosts(graph, o: InartOptions) -> list[str]:
+    """The PS hosts: options.servers, else the last host of each datacenter in turn (then
+    the next-to-last, ...) until num_servers; at least one host must stay a worker."""
+    by_dc = hosts_by_dc(graph)
+    every = [h for hs in by_dc.values() for h in hs]
+    if o.servers is not None:
+        unknown = [h for h in o.servers if h not in every]
+        if unknown:
+            raise ValueError(f"scheme_options.servers: {unknown} are not hosts of this topology "
+                             f"(hosts: {', '.join(every)})")
+        if len(set(o.servers)) != len(o.servers) or not o.servers:
+            raise ValueError("scheme_options.servers: name each server host once, at least one")
+        chosen = list(o.servers)
+    else:
+        queues = [list(reversed(hs)) for hs in by_dc.values()]
+        chosen = []
+        while len(chosen) < o.num_servers and any(queues):
+            for q in queues:
+                if q and len(chosen) < o.num_servers:
+                    chosen.append(q.pop(0))
+    if len(chosen) >= len(every):
+        raise ValueError(f"scheme_options: {len(chosen)} parameter servers leave no host for a "
+                         f"worker ({len(every)} hosts): lower num_servers or add hosts")
+    return chosen
+
+
+def phases(graph, workers, servers, o: InartOptions, seed: int) -> InartPlan:
+    """Phase 1 and 2 with the router options.routing names (rounding drawn from seed)."""
+    rng = np.random.default_rng(seed)
+    if o.routing == "none":
+        return plan_inart(graph, workers, servers, o, rng, switches={})
+    if o.routing == "shortest_path":
+        return plan_inart(graph, workers, servers, o, rng, router=route_shortest)
+    return plan_inart(graph, workers, servers, o, rng)
+
+
+def build(graph, scenario, o: InartOptions):
+    """(workers, servers, InartPlan, trees, k): what plan and model share."""
+    check_program(scenario)
+    k = program_k(scenario)
+    if o.k is not None and o.k != k:
+        raise ValueError(f"scheme_options.k is {o.k} but the switches are compiled with "
+                         f"AGG_K={k}: set switch.defines.AGG_K: {o.k} or drop one")
+    if o.job + o.num_servers - 1 > 255 or (o.servers and o.job + len(o.servers) - 1 > 255):
+        raise ValueError(f"scheme_options.job: {o.job} + one job per server must stay <= 255")
+    servers = server_hosts(graph, o)
+    workers = sorted((h for hs in hosts_by_dc(graph).values() for h in hs if h not in servers),
+                     key=lambda n: graph.nodes[n]["worker_index"])
+    ip = phases(graph, workers, servers, o, scenario.seed)
+    routing = ip.routing
+    trees = [build_server_tree(graph, o.job + i, srv, dict(routing.node[srv]), o.window)
+             for i, srv in enumerate(servers)]
+    return workers, servers, ip, trees, k
+
+
+def streams(graph, routing, servers) -> list[Stream]:
+    """Every planned stream, PS by PS: workers to their node, then used switches to the PS."""
+    out = []
+    for srv in servers:
+        srv_ip = graph.nodes[srv]["ip"]
+        for w, node in routing.node[srv].items():
+            dst = srv_ip if node == srv else switch_aggregation_address(graph, node)
+            out.append(Stream(tuple(routing.worker_path[srv][w]), dst))
+        for _, path in sorted(routing.switch_path[srv].items()):
+            out.append(Stream(tuple(path), srv_ip))
+    return out
+
+
+def root_server(graph, tree, k: int) -> Server:
+    root = tree.points[tree.root]
+    children = [{"index": i, "address": c.address} for i, c in enumerate(root.children)]
+    return Server(f"ps{tree.job}", root.switch, ROOT_SERVER,
+                  ("--ip", root.address, "--job", str(tree.job), "--fan-in", str(root.fan_in),
+                   "--slots", str(tree.window), "--k", str(k),
+                   "--children", json.dumps(children, separators=(",", ":"))),
+                  ends_by_signal=True)
+
+
+def plan(graph, scenario, o: InartOptions) -> Plan:
+    workers, servers, ip, trees, k = build(graph, scenario, o)
+    slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
+    commands = switch_commands(graph, trees, slots=slots)
+    info_paths: dict = {"mode": o.paths}
+    if o.paths == "planned":
+        planned = streams(graph, ip.routing, servers)
+        routes = path_routes(graph, planned)
+        for sw, cmds in routes.commands().items():
+            commands.setdefault(sw, []).extend(cmds)
+        tables = with_base_routes(graph, routes)
+        off = [{"planned": list(s.path), "routed": list(routed_path(graph, tables, s.path[0], s.dst_ip))}
+               for s in planned]
+        info_paths.update(route_entries=sum(len(es) for es in routes.entries.values()),
+                          conflicts=routes.conflicts,
+                          off_plan=[x for x in off if x["planned"] != x["routed"]])
+    margin_s = rto_margin_ms(o, graph, trees[0]) / 1000.0
+    comm = {w: {"clients": [client_config(graph, scenario, t, o, w, k) for t in trees],
+                "shares": list(ip.shares), "clip": scenario.workload.clip,
+                "rto_margin_s": margin_s} for w in workers}
+    info = {"k": k, "window": o.window, "jobs": [t.job for t in trees], "server_hosts": servers,
+            "shares": list(ip.shares), "streams": ip.routing.streams(), "routing": o.routing,
+            "fan_in": ip.routing.fan_in(), "paths": info_paths,
+            "trees": [r for t in trees for r in tree_record(t)],
+            "planning": {"converged": ip.converged, "chosen_round": ip.chosen,
+                         "ingress_mbps": list(ip.ingress_mbps), "method": ip.routing.method,
+                         "repaired": [list(r) for r in ip.routing.repaired]}}
+    return Plan(workers, comm, [root_server(graph, t, k) for t in trees],
+                switch_commands=commands, info=info)
+
