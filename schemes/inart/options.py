@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from control.agg_entries import DEFAULT_SLOTS
 from control.agg_tree import MAX_FAN_IN
@@ -75,3 +75,15 @@ class InartOptions(InartPlanOptions, InaTransportOptions):
     # "planned": /32 routes make every stream follow the plan's path (control/path_routes.py);
     # "shortest": the data path keeps the minimum-delay routes whatever the plan chose
     paths: Literal["planned", "shortest"] = "planned"
+    # slots per aggregation point (one point per PS a switch serves): an integer, or "auto":
+    # ina's rule (the bandwidth-delay product of the slowest WAN link over the longest
+    # worker-server round trip, a power of two in 64..1024), no more than lets a switch hold a
+    # point for every PS (plan.auto_window)
+    window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v):
+        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
+            raise ValueError('must be "auto" or an integer in 1..32767')
+        return v

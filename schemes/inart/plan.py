@@ -18,18 +18,22 @@ servers and the workers' client configurations.
 from __future__ import annotations
 
 import json
+import math
 
+import networkx as nx
 import numpy as np
 
 from control.agg_entries import DEFAULT_SLOTS, switch_commands
 from control.agg_tree import build_server_tree, switch_aggregation_address
 from control.path_routes import Stream, path_routes, routed_path, with_base_routes
 from schemes.base import Plan, Server
-from schemes.ina.plan import check_program, client_config, program_k, rto_margin_ms, tree_record
+from schemes.ina.plan import (AUTO_WINDOW_MAX, AUTO_WINDOW_MIN, check_program, client_config,
+                              program_k, rto_margin_ms, tree_record)
 from schemes.inart.baselines import route_shortest
 from schemes.inart.options import InartOptions
 from schemes.inart.split import InartPlan, plan_inart
 from topologies.graph import hosts_by_dc
+from workers.agg_packet import frame_bytes
 
 COMMUNICATOR = "schemes.inart.communicator:InartCommunicator"
 PROGRAM = "p4/aggregation.p4"
@@ -72,8 +76,22 @@ def phases(graph, workers, servers, o: InartOptions, seed: int) -> InartPlan:
     return plan_inart(graph, workers, servers, o, rng)
 
 
+def auto_window(graph, workers, servers, k: int, slots: int) -> int:
+    """ina's window rule (schemes/ina/plan.auto_window) over the longest worker-server round
+    trip, then capped so that a switch holds one point per PS: slots // K as a power of two."""
+    dist = {s: nx.single_source_dijkstra_path_length(graph, s, weight="delay_ms") for s in servers}
+    rtt_s = max(2 * dist[s][w] for s in servers for w in workers) / 1000.0
+    wan = [a["bandwidth_mbps"] for _, _, a in graph.edges(data=True) if a["kind"] == "wan"]
+    rate = min(wan) if wan else min(a["bandwidth_mbps"] for _, _, a in graph.edges(data=True))
+    bdp = rate * 1e6 / 8 * rtt_s / frame_bytes(k)
+    w = 2 ** math.ceil(math.log2(max(bdp, 1.0)))
+    fit = 2 ** int(math.log2(max(1, slots // len(servers))))
+    return int(min(AUTO_WINDOW_MAX, fit, max(AUTO_WINDOW_MIN, w)))
+
+
 def build(graph, scenario, o: InartOptions):
-    """(workers, servers, InartPlan, trees, k): what plan and model share."""
+    """(workers, servers, InartPlan, trees, k, options with the window resolved): what plan
+    and model share."""
     check_program(scenario)
     k = program_k(scenario)
     if o.k is not None and o.k != k:
@@ -84,11 +102,14 @@ def build(graph, scenario, o: InartOptions):
     servers = server_hosts(graph, o)
     workers = sorted((h for hs in hosts_by_dc(graph).values() for h in hs if h not in servers),
                      key=lambda n: graph.nodes[n]["worker_index"])
+    if o.window == "auto":
+        slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
+        o = o.model_copy(update={"window": auto_window(graph, workers, servers, k, slots)})
     ip = phases(graph, workers, servers, o, scenario.seed)
     routing = ip.routing
     trees = [build_server_tree(graph, o.job + i, srv, dict(routing.node[srv]), o.window)
              for i, srv in enumerate(servers)]
-    return workers, servers, ip, trees, k
+    return workers, servers, ip, trees, k, o
 
 
 def streams(graph, routing, servers) -> list[Stream]:
@@ -115,7 +136,7 @@ def root_server(graph, tree, k: int) -> Server:
 
 
 def plan(graph, scenario, o: InartOptions) -> Plan:
-    workers, servers, ip, trees, k = build(graph, scenario, o)
+    workers, servers, ip, trees, k, o = build(graph, scenario, o)
     slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
     commands = switch_commands(graph, trees, slots=slots)
     info_paths: dict = {"mode": o.paths}
