@@ -57,23 +57,34 @@ class NetworkEffects:
 
     # ------------------------------------------------------------ set-up
     def setup(self) -> None:
-        """An iperf3 server per background flow on its destination host, listening before
-        this returns (a client started at t = 0 finds it)."""
+        """Before the run: every background flow's hosts exist (fails early otherwise)."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        for k, f in enumerate(self.scn.background):
-            host = D.endpoint(self.graph, f.dst)
-            self.servers[k] = self._popen(host, D.iperf_server_args(k),
-                                          self.logs / f"background-{k}-server.log",
-                                          f"background flow {k} iperf3 server in {host}")
+        for f in self.scn.background:
+            for dc in (f.src, f.dst):
+                D.endpoint(self.graph, dc)
+
+    def _start_server(self, k: int, host: str) -> subprocess.Popen:
+        """A one-test iperf3 server for one on-period, listening when this returns. One per
+        period, because a server whose client vanished (killed while its link was down)
+        stays busy with that test and refuses the next client."""
+        p = self._popen(host, D.iperf_server_args(k), self.logs / f"background-{k}-server.log",
+                        f"background flow {k} iperf3 server in {host}")
+        port = D.BACKGROUND_BASE_PORT + k
         deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-        for k, f in enumerate(self.scn.background):
-            host = self.net[D.endpoint(self.graph, f.dst)]
-            port = D.BACKGROUND_BASE_PORT + k
-            while f":{port}" not in host.cmd(f"ss -ltnH 'sport = :{port}'"):
-                if self.servers[k].poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"background.{k}: iperf3 server on {host.name} port {port} "
-                                       f"did not start (log: {self.logs}/background-{k}-server.log)")
-                time.sleep(0.05)
+        while not self._listening(host, port):
+            if p.poll() is not None or time.monotonic() > deadline:
+                _end(p)
+                raise RuntimeError(f"iperf3 server on {host} port {port} did not start "
+                                   f"(log: {self.logs}/background-{k}-server.log)")
+            time.sleep(0.02)
+        return p
+
+    def _listening(self, host: str, port: int) -> bool:
+        # a process in the host's namespace, not its shell: the shell is not thread-safe
+        q = self.net[host].popen(["ss", "-ltnH", f"sport = :{port}"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+        out, _ = q.communicate(timeout=5)
+        return f":{port}" in out
 
     def _popen(self, host: str, args: list[str], log: Path, what: str) -> subprocess.Popen:
         with open(log, "a") as out:
@@ -89,25 +100,34 @@ class NetworkEffects:
 
     def _background_start(self, a: D.Action) -> dict:
         f = self.scn.background[a.index]
-        if a.index in self.clients:   # never two clients of one flow at once
-            _end(self.clients.pop(a.index))
+        self._stop_flow(a.index)   # never two clients of one flow at once
         src, dst = D.endpoint(self.graph, f.src), D.endpoint(self.graph, f.dst)
+        self.servers[a.index] = self._start_server(a.index, dst)
         args = D.iperf_client_args(f, a.index, self.graph.nodes[dst]["ip"], a.duration_s,
                                    self.scn.time_dilation, self.scn.tcp.congestion_control)
         p = self._popen(src, args, self.logs / f"background-{a.index}-client.log",
                         f"background flow {a.index} iperf3 client in {src}")
         self.clients[a.index] = p
-        return {"flow": a.index, "src": f.src, "dst": f.dst, "proto": f.proto,
-                "rate_mbps": f.rate_mbps, "flows": f.flows, "duration_s": a.duration_s,
-                "host": src, "to": dst, "pid": p.pid}
+        return {"t": time.monotonic(), "flow": a.index, "src": f.src, "dst": f.dst,
+                "proto": f.proto, "rate_mbps": f.rate_mbps, "flows": f.flows,
+                "duration_s": a.duration_s, "host": src, "to": dst, "pid": p.pid,
+                "server_pid": self.servers[a.index].pid}
+
+    def _stop_flow(self, k: int) -> tuple[subprocess.Popen | None, int | None, int | None]:
+        """End flow k's client, then its server: (client, its status before, after)."""
+        p = self.clients.pop(k, None)
+        early = None if p is None else p.poll()
+        rc = None if p is None else _end(p)
+        server = self.servers.pop(k, None)
+        if server is not None:
+            _end(server)
+        return p, early, rc
 
     def _background_stop(self, a: D.Action) -> dict:
-        p = self.clients.pop(a.index, None)
+        p, early, rc = self._stop_flow(a.index)
         if p is None:
             return {"flow": a.index, "pid": None}
-        early = p.poll()   # not None: the client ended before its stop (see its log)
-        rc = _end(p)
-        rec = {"flow": a.index, "pid": p.pid, "returncode": rc}
+        rec = {"flow": a.index, "pid": p.pid, "returncode": rc}   # early: ended before its stop
         if early not in (None, 0):
             rec["error"] = (f"iperf3 client exited with {early} before its stop "
                             f"(log: {self.logs}/background-{a.index}-client.log)")
@@ -201,6 +221,7 @@ class DisturbanceDriver(threading.Thread):
                 fields = self.effects.apply(a)
             except Exception as e:
                 fields = {"error": str(e)}
+            t = fields.pop("t", t)   # when it took effect, if later than its start
             if fields.get("error"):
                 self.errors.append(f"{a.kind} at {a.t_s:g} s (emulated): {fields['error']}")
             self.done.append(self.log.write(a.kind, t=t, t_s=a.t_s, **fields))

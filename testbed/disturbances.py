@@ -96,7 +96,8 @@ def wan_link(graph, a: str, b: str) -> tuple[str, str]:
 
 
 def iperf_server_args(k: int) -> list[str]:
-    return ["iperf3", "-s", "-p", str(BACKGROUND_BASE_PORT + k), "-i", "1", "--forceflush"]
+    """A server for one on-period of flow k (-1: it exits after one test)."""
+    return ["iperf3", "-s", "-1", "-p", str(BACKGROUND_BASE_PORT + k), "-i", "1", "--forceflush"]
 
 
 def iperf_client_args(flow, k: int, dst_ip: str, duration_s: float | None, dilation: float,
