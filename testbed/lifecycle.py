@@ -2,7 +2,8 @@
 
     resolve -> results folder -> bring-up (Mininet, switches, link emulation)
     -> control plane push -> health check -> [--cli] -> workload with live progress,
-       link counters and live bandwidth schedule -> collect -> teardown
+       link counters, live bandwidth schedule, background traffic and failures
+       (testbed/disturbance_driver.py) -> collect -> teardown
 
 Teardown runs on every exit path (normal end, exception, Ctrl-C, SIGTERM/SIGHUP): the
 app's processes, every process left in the hosts' namespaces, the switches, the links and
