@@ -17,7 +17,7 @@ import numpy as np
 from analysis.measure import TIME_PER_ITERATION
 from analysis.metrics import cdf_points, mean_ci
 from analysis.speedup import ratio
-from analysis.style import (BANDWIDTH_COLOR, legend_above, new_figure, note_dilation, paper_style,
+from analysis.style import (BACKGROUND_TRAFFIC_COLOR, BANDWIDTH_COLOR, FAILURE_COLOR, legend_above, new_figure, note_dilation, paper_style,
                             scheme_sort_key, scheme_style)
 
 LABELS = {
@@ -295,16 +295,39 @@ def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *
     return fig
 
 
+MARKER_LINE = {"kill": "-", "link_down": "--", "link_up": ":"}
+
+
+def draw_disturbances(ax, disturbances) -> None:
+    """Background traffic as light shaded spans behind the data, failures (kills, links
+    down and up) as labelled vertical lines: disturbances = (spans, markers) of
+    analysis/disturbance_marks.py, or None. One legend entry each."""
+    if not disturbances:
+        return
+    spans, markers = disturbances
+    for i, sp in enumerate(spans):
+        ax.axvspan(sp.start, sp.end, color=BACKGROUND_TRAFFIC_COLOR, alpha=0.18, linewidth=0,
+                   zorder=0, label="background traffic" if i == 0 else None)
+    for i, m in enumerate(markers):
+        ax.axvline(m.t, color=FAILURE_COLOR, linestyle=MARKER_LINE.get(m.kind, "-"), linewidth=0.8,
+                   zorder=3, label="failure" if i == 0 else None)
+        ax.text(m.t, 0.98, f" {m.label}", transform=ax.get_xaxis_transform(), rotation=90,
+                ha="right", va="top", fontsize=5.5, color=FAILURE_COLOR, zorder=3)
+
+
 def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
                      bandwidth: tuple[np.ndarray, np.ndarray] | None = None, *,
                      title: str | None = None, dilation: float | None = None,
                      bandwidth_label: str = "WAN bandwidth (bottleneck)",
-                     model: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()):
+                     model: Sequence[tuple[str, np.ndarray, np.ndarray]] = (),
+                     disturbances=None):
     """Job goodput over time, a line per scheme (t, Mbps), with the WAN capacity as a grey
     step area behind it; `model`: the model's job goodput per bandwidth-schedule step,
-    (scheme, t, Mbps) step points, dashed in the scheme's color (one legend entry, "model")."""
+    (scheme, t, Mbps) step points, dashed in the scheme's color (one legend entry, "model");
+    `disturbances`: background traffic and failures (draw_disturbances)."""
     with paper_style():
         fig, ax = new_figure()
+        draw_disturbances(ax, disturbances)
         if bandwidth is not None and len(bandwidth[0]):
             t, m = bandwidth
             ax.fill_between(t, m, step="post", color=BANDWIDTH_COLOR, alpha=0.6, linewidth=0,
@@ -361,10 +384,12 @@ def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | 
 
 
 def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, target: float | None = None,
-                      title: str | None = None, dilation: float | None = None):
-    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted."""
+                      title: str | None = None, dilation: float | None = None, disturbances=None):
+    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted;
+    `disturbances`: background traffic and failures (draw_disturbances)."""
     with paper_style():
         fig, ax = new_figure()
+        draw_disturbances(ax, disturbances)
         for scheme, t, acc in series:
             st = scheme_style(scheme)
             ax.plot(t, acc, color=st["color"], marker=st["marker"], markevery=max(1, len(t) // 8),

@@ -253,7 +253,8 @@ class SweepReport:
                 series = [(s, *rd.goodput_series()) for s, rd in runs]
                 bw = _bottleneck(runs[0][1], _longest(rd for _, rd in runs))
                 return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"),
-                                          model=[(s, *rd.model_goodput_series()) for s, rd in runs])
+                                          model=[(s, *rd.model_goodput_series()) for s, rd in runs],
+                                          disturbances=runs[0][1].disturbances())
             return FigureJob("goodput_over_time", "Job goodput over time, one run per scheme "
                              f"({_setting(reps[0], self.axes)}), with the WAN bottleneck bandwidth "
                              "behind it." + tracking_section(runs, self.dilation()), make)
@@ -416,18 +417,22 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
     if not runs:
         return []
     s = runs[0].dilation
-    jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it."
-                      + tracking_section([(r.scheme, r) for r in runs], s),
+    marks = runs[0].disturbances(_longest(runs))
+    shown = ("; background traffic shaded, failures as vertical lines"
+             f" (run {runs[0].path.name})" if marks else "")
+    jobs = [FigureJob("goodput_over_time", "Job goodput over time with the WAN bottleneck bandwidth behind it"
+                      + shown + "." + tracking_section([(r.scheme, r) for r in runs], s),
                       lambda: F.fig_goodput_time([(r.scheme, *r.goodput_series()) for r in runs],
                                                  _bottleneck(runs[0], _longest(runs)), dilation=s,
-                                                 model=[(r.scheme, *r.model_goodput_series()) for r in runs])),
+                                                 model=[(r.scheme, *r.model_goodput_series()) for r in runs],
+                                                 disturbances=marks)),
             FigureJob("iteration_time_cdf", "CDF of iteration time.",
                       lambda: F.fig_cdf([(r.scheme, _run_condition(r, runs), r.iteration_times_s())
                                          for r in runs], dilation=s))]
     if any(len(r.accuracy_series()[0]) for r in runs):
-        jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time.",
+        jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time" + shown + ".",
                               lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
-                                                          dilation=s)))
+                                                          dilation=s, disturbances=marks)))
     return jobs
 
 

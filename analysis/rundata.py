@@ -198,6 +198,23 @@ class RunData:
         from analysis.schedule_tracking import model_series
         return model_series(self.goodput_tracking, M.makespan(self.records) / self.dilation)
 
+    def run_events(self) -> list[dict]:
+        """The run's event stream (run_events.jsonl, testbed/run_events.py), else the
+        background and failure records summary.json keeps."""
+        from testbed.run_events import FILE
+        return read_jsonl(self.path / FILE) or list(self.summary.get("disturbances") or [])
+
+    def disturbances(self, end_s: float | None = None):
+        """(spans, markers) of background traffic and failures in real s since the job's
+        start (analysis/disturbance_marks.py), None when the run had neither."""
+        from analysis.disturbance_marks import disturbance_marks
+        recs = [r for r in self.run_events()
+                if r.get("event") not in ("workload_start", "bandwidth_change")]
+        if not recs:
+            return None
+        end = M.makespan(self.records) / self.dilation if end_s is None else end_s
+        return disturbance_marks(recs, self.t0, self.dilation, end)
+
     def accuracy_series(self) -> tuple[np.ndarray, np.ndarray]:
         """(real s since job start, accuracy)."""
         pts = M.accuracy_series(e for ev in self.events.values() for e in ev)

@@ -32,6 +32,8 @@ SCHEME_ORDER = list(SCHEME_STYLE)
 COLUMN_WIDTH_IN = 3.5
 FIG_SIZE = (COLUMN_WIDTH_IN, 2.4)
 BANDWIDTH_COLOR = "#BBBBBB"      # the WAN capacity drawn behind goodput
+BACKGROUND_TRAFFIC_COLOR = OKABE_ITO["sky"]   # spans of background flows (light, behind lines)
+FAILURE_COLOR = "#333333"        # vertical markers of kills and link downs/ups
 
 RC = {
     "font.family": "serif",

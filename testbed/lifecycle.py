@@ -2,7 +2,8 @@
 
     resolve -> results folder -> bring-up (Mininet, switches, link emulation)
     -> control plane push -> health check -> [--cli] -> workload with live progress,
-       link counters and live bandwidth schedule -> collect -> teardown
+       link counters, live bandwidth schedule, background traffic and failures
+       (testbed/disturbance_driver.py) -> collect -> teardown
 
 Teardown runs on every exit path (normal end, exception, Ctrl-C, SIGTERM/SIGHUP): the
 app's processes, every process left in the hosts' namespaces, the switches, the links and
@@ -21,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed import apps, backends, cleanup, counters, health, results, scheme_app
+from testbed import disturbances
+from testbed.disturbance_driver import DisturbanceDriver, NetworkEffects
+from testbed.run_events import FILE as RUN_EVENTS_FILE, RunEventLog
 from testbed import tcp as tcp_settings
 from testbed.dilation import dilate_graph, load_factor
 from testbed.scenario import dump_scenario, load_scenario
@@ -82,19 +86,24 @@ class ScheduleDriver(threading.Thread):
     """Applies WAN bandwidth events (emulated seconds since start) with `tc class change`:
     on both ends of the edge, or on src's end only for a one-direction event. Each change
     is a record of bandwidth_events.jsonl: {t, t_s, edge "u-v", mbps} and, for one
-    direction, src (the switch whose egress changed)."""
+    direction, src (the switch whose egress changed); with run_log the same record goes to
+    the run's event stream as a bandwidth_change (testbed/run_events.py). t0: the origin
+    of the events' times (default: when the thread starts)."""
 
-    def __init__(self, graph, events, shaped: dict[str, dict[str, float]], log_path: Path):
+    def __init__(self, graph, events, shaped: dict[str, dict[str, float]], log_path: Path,
+                 run_log=None, t0: float | None = None):
         super().__init__(name="bandwidth-schedule", daemon=True)
         self.graph, self.events, self.shaped, self.log_path = graph, events, shaped, log_path
+        self.run_log = run_log
         self.stop_event = threading.Event()
         self.applied: list[dict] = []
         self.error: str | None = None
-        self.t0 = None
+        self.t0 = t0
 
     def run(self) -> None:
         import json
-        self.t0 = time.monotonic()
+        if self.t0 is None:
+            self.t0 = time.monotonic()
         with open(self.log_path, "a") as log:
             for ev in self.events:
                 if self.stop_event.wait(max(0.0, self.t0 + ev.t_s - time.monotonic())):
@@ -112,6 +121,8 @@ class ScheduleDriver(threading.Thread):
                 self.applied.append(rec)
                 log.write(json.dumps(rec) + "\n")
                 log.flush()
+                if self.run_log is not None:
+                    self.run_log.write("bandwidth_change", **rec)
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -181,6 +192,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     s = scn.time_dilation
     horizon = (scn.duration_s or DEFAULT_SCHEDULE_HORIZON_S) * s
     events = bandwidth_events(graph, horizon_s=horizon)
+    actions = disturbances.timeline(scn.background, scn.failures, s, horizon)
     run_id = results.new_run_id()
     run_dir = results.create_run_dir(opts.out or scn.output.folder, scn.name, run_id)
     (run_dir / "logs").mkdir()
@@ -215,7 +227,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
         timings[phase] = round(timings.get(phase, 0.0) + now - last[0], 3)
         last[0] = now
 
-    net = sampler = driver = None
+    net = sampler = driver = dist = effects = None
+    run_log = RunEventLog(run_dir / RUN_EVENTS_FILE)
     with _Signals() as sig:
         try:
             net = bring_up(graph, backend, plan, scn, run_dir, record)
@@ -241,14 +254,21 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             load = counters.SwitchLoad({sw.name: sw.pid_of_switch for sw in net.switches}, shaped)
             sampler = counters.CounterSampler(run_dir / "counters.csv", counter_sources(net, graph),
                                               load=load).start()
-            driver = ScheduleDriver(graph, events, shaped, run_dir / "bandwidth_events.jsonl")
             ctx = apps.RunContext(net=net, graph=graph, scenario=scn, run_dir=run_dir,
                                   events_dir=run_dir / "events", record=record,
                                   iterations=scn.iterations,
                                   duration_s=scn.duration_s * s if scn.duration_s else None,
                                   backend=backend)
             app.setup(ctx)
+            effects = NetworkEffects(net, graph, scn, run_dir, record, app.process,
+                                     app.process_names(graph))
+            effects.setup()
+            t0 = run_log.write("workload_start")["t"]   # the origin of every scheduled time
+            driver = ScheduleDriver(graph, events, shaped, run_dir / "bandwidth_events.jsonl",
+                                    run_log=run_log, t0=t0)
+            dist = DisturbanceDriver(actions, effects, run_log, t0=t0)
             driver.start()
+            dist.start()
             app.start()
             _wait_for_app(app, ctx, opts, log)
             mark("workload")
@@ -258,6 +278,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             errors = state["app"].get("errors") or {}
             if driver.error:
                 raise RunError(f"bandwidth schedule: {driver.error}")
+            state["warnings"] += [f"disturbance {e}" for e in dist.errors]
             state["complete"] = not errors
             state["reason"] = "finished" if not errors else f"worker errors: {errors}"
         except RunInterrupted as e:
@@ -269,7 +290,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
         finally:
             sig.shield()
             mark(state["phase"])   # the phase an error or interrupt cut short
-            _teardown(app, sampler, driver, net, record, state, log)
+            _teardown(app, sampler, driver, dist, effects, net, record, state, log)
             mark("teardown")
             if sampler is not None:
                 state["counters"] = {"samples": sampler.samples, "totals": sampler.totals()}
@@ -283,6 +304,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 state["warnings"] += counters.capacity_drop_warnings(drops, sampler.load.max_util())
             if driver is not None:
                 state["bandwidth_changes"] = driver.applied
+            state["disturbances"] = [r for r in run_log.records
+                                     if r["event"] not in ("workload_start", "bandwidth_change")]
             summary = results.summary(
                 complete=state["complete"], reason=state["reason"], started_monotonic=t_start,
                 app_summary=state["app"], health=state["health"], warnings=state["warnings"],
@@ -291,7 +314,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                        "switch_drops": state.get("switch_drops"),
                        "qdisc": state.get("qdisc"),
                        "phase_seconds": timings,
-                       "bandwidth_changes": state.get("bandwidth_changes")})
+                       "bandwidth_changes": state.get("bandwidth_changes"),
+                       "disturbances": state.get("disturbances")})
             try:   # the one measurement pipeline: the same row `run.py plot` and sweeps compute
                 from analysis.rundata import summary_sections
                 summary.update(summary_sections(run_dir, summary))
@@ -461,10 +485,16 @@ def _log_health(h: dict, log) -> None:
                 f"{w['configured_rtt_ms']:.2f} ms {'ok' if w['within_tolerance'] else 'OUT OF TOLERANCE'}")
 
 
-def _teardown(app, sampler, driver, net, record, state, log) -> None:
+def _teardown(app, sampler, driver, dist, effects, net, record, state, log) -> None:
     """Never raises: each step runs even if an earlier one failed."""
-    steps = [("app", lambda: app.stop()),
+    def undo_disturbances():
+        for problem in effects.close() if effects else []:
+            state["warnings"].append(f"teardown: {problem}")
+
+    steps = [("disturbances", lambda: dist and dist.stop()),   # no new client or failure
+             ("app", lambda: app.stop()),
              ("schedule", lambda: driver and driver.stop()),
+             ("background traffic", undo_disturbances),
              ("counters", lambda: sampler and sampler.stop()),
              ("host processes", lambda: cleanup.kill_pids(
                  [(p, cleanup.proc_start_time(p)) for p in cleanup.pids_in_netns(set(record.data["netns"]))

@@ -224,6 +224,97 @@ def _wan_edge_rates(scn: Scenario, emulation_limits: bool) -> list[Problem]:
     return found
 
 
+# ---------------------------------------------------------------- background traffic, failures
+def _dc_pair(path: str, a: str, b: str, names: list[str]) -> list[Problem]:
+    found = [Problem(f"{path}.{i}", f"unknown datacenter {x!r} (datacenters: {', '.join(names)})")
+             for i, x in enumerate((a, b)) if x not in names]
+    if not found and a == b:
+        found.append(Problem(path, f"needs two different datacenters (got {a!r} twice)"))
+    return found
+
+
+def _background_datacenters(scn: Scenario, emulation_limits: bool) -> list[Problem]:
+    names = [dc.name for dc in scn.datacenters]
+    if not names:
+        return []
+    found = []
+    for k, f in enumerate(scn.background):
+        for end in ("src", "dst"):
+            if getattr(f, end) not in names:
+                found.append(Problem(f"background.{k}.{end}", f"unknown datacenter "
+                                     f"{getattr(f, end)!r} (datacenters: {', '.join(names)})"))
+        if f.src == f.dst and f.src in names:
+            found.append(Problem(f"background.{k}", f"src and dst are the same datacenter "
+                                                    f"({f.src!r}); background traffic crosses the WAN"))
+    return found
+
+
+def _failure_links(scn: Scenario, emulation_limits: bool) -> list[Problem]:
+    """link_down names two datacenters joined by a WAN link; the down windows of one link
+    do not overlap (a link already down cannot go down again)."""
+    names = [dc.name for dc in scn.datacenters]
+    if len(names) < MIN_DATACENTERS or len(set(names)) != len(names):
+        return []   # the datacenters are the problem (_datacenter_names)
+    if all(f.link_down is None for f in scn.failures):
+        return []
+    # with an edge naming an unknown datacenter the WAN is unknown (_wan reports the edge)
+    edges_ok = all(e.a in names and e.b in names for e in scn.wan.edges) and \
+        (scn.wan.hub is None or scn.wan.hub in names)
+    present = set(wan_edge_pairs(scn)) if edges_ok else None
+    windows: dict[frozenset, list[tuple[float, float, int]]] = {}
+    found = []
+    for k, f in enumerate(scn.failures):
+        if f.link_down is None:
+            continue
+        a, b = f.link_down
+        where = f"failures.{k}.link_down"
+        bad = _dc_pair(where, a, b, names)
+        if bad:
+            found += bad
+            continue
+        if present is not None and tuple(sorted((scn.dc_index(a), scn.dc_index(b)))) not in present:
+            found.append(Problem(where, f"no WAN link between {a} and {b} in the {scn.wan.topology} "
+                                        f"topology"))
+            continue
+        end = f.up_at_s if f.up_at_s is not None else float("inf")
+        for t0, t1, j in windows.get(frozenset((a, b)), []):
+            if f.at_s < t1 and t0 < end:
+                found.append(Problem(where, f"link {a}-{b} is already down then (failures.{j}: "
+                                            f"from {t0:g} s to {'the end' if t1 == float('inf') else f'{t1:g} s'}); "
+                                            f"down windows of one link must not overlap"))
+        windows.setdefault(frozenset((a, b)), []).append((f.at_s, end, k))
+    return found
+
+
+def _failure_kills(scn: Scenario, emulation_limits: bool) -> list[Problem]:
+    """A kill names a process the scheme runs (its plan on this scenario's topology), once."""
+    kills = [(k, f) for k, f in enumerate(scn.failures) if f.kill is not None]
+    if not kills:
+        return []
+    try:   # the plan of a scenario the other checks reject is not judged here: those are its problems
+        import schemes
+        from testbed.disturbances import process_names
+        from topologies.graph import build_graph
+        scheme = schemes.get(scn.scheme)
+        g = build_graph(scn)
+        names = process_names(scheme.plan(g, scn, scheme.parse_options(scn.scheme_options)), g)
+    except Exception:
+        return []
+    from testbed.disturbances import resolve_target
+    found, seen = [], {}
+    for k, f in kills:
+        try:
+            target = resolve_target(f.kill, names, f"scheme {scn.scheme}")
+        except ValueError as e:
+            found.append(Problem(f"failures.{k}.kill", str(e)))
+            continue
+        if target in seen:
+            found.append(Problem(f"failures.{k}.kill", f"{f.kill!r} is already killed by "
+                                                       f"failures.{seen[target]}"))
+        seen.setdefault(target, k)
+    return found
+
+
 # ---------------------------------------------------------------- scheme options
 def _scheme_options(scn: Scenario, emulation_limits: bool) -> list[Problem]:
     """scheme_options against the scheme's own options model (schemes/<name>/options.py):
@@ -272,4 +363,8 @@ CHECKS: list[tuple[frozenset[str], Check]] = [
     (frozenset({"time_dilation", "wan.bandwidth_schedule"}), _wan_schedule_rates),
     (frozenset({"time_dilation", "wan.edges"}), _wan_edge_rates),
     (frozenset({"scheme", "scheme_options"}), _scheme_options),
+    (frozenset({"datacenters.name", "background"}), _background_datacenters),
+    (frozenset({"datacenters.name", "wan.topology", "wan.hub", "wan.edges", "failures"}),
+     _failure_links),
+    (frozenset(Scenario.model_fields), _failure_kills),   # the whole scenario: it is planned
 ]

@@ -339,6 +339,60 @@ class Stragglers(Strict):
     transient: Optional[TransientStragglers] = None
 
 
+# ---------------------------------------------------------------- disturbances
+# Times are real-world seconds from the start of the workload phase (the origin of
+# bandwidth schedules); the run multiplies them, like every time, by time_dilation.
+class BackgroundFlow(Strict):
+    """Traffic that shares the WAN with the job: iperf3 from datacenter src's first host to
+    dst's first host (testbed/disturbances.py), from start_s to stop_s (None: the run's
+    end); with on_s and off_s, on for on_s, off for off_s, repeated. rate_mbps is the
+    entry's total over its `flows` parallel streams: required for udp (iperf3 sends at that
+    rate whatever arrives); for tcp optional (None: as fast as congestion control allows)."""
+    src: str
+    dst: str
+    proto: Literal["tcp", "udp"] = "tcp"
+    rate_mbps: Optional[Float] = Field(default=None, gt=0)
+    flows: Int = Field(default=1, ge=1, le=16)
+    start_s: Float = Field(default=0.0, ge=0)
+    stop_s: Optional[Float] = Field(default=None, gt=0)
+    on_s: Optional[Float] = Field(default=None, gt=0)
+    off_s: Optional[Float] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        problems = []
+        if self.proto == "udp" and self.rate_mbps is None:
+            problems.append("a udp flow needs rate_mbps (iperf3 sends UDP at a set rate)")
+        if self.stop_s is not None and self.stop_s <= self.start_s:
+            problems.append(f"stop_s ({self.stop_s:g}) must be after start_s ({self.start_s:g})")
+        if (self.on_s is None) != (self.off_s is None):
+            problems.append("an on/off pattern needs both on_s and off_s")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+class Failure(Strict):
+    """One timed failure: at at_s kill a process of the scheme (`kill`: "server:<name>",
+    "worker:<host id>", or the bare name when only one process has it), or take the WAN
+    link between two datacenters down (`link_down: [a, b]`) until up_at_s (None: down
+    for the rest of the run)."""
+    at_s: Float = Field(ge=0)
+    kill: Optional[str] = Field(default=None, min_length=1)
+    link_down: Optional[list[str]] = Field(default=None, min_length=2, max_length=2)
+    up_at_s: Optional[Float] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        if (self.kill is None) == (self.link_down is None):
+            raise ValueError("give exactly one of kill or link_down")
+        if self.up_at_s is not None and self.link_down is None:
+            raise ValueError("up_at_s only applies to link_down")
+        if self.up_at_s is not None and self.up_at_s <= self.at_s:
+            raise ValueError(f"up_at_s ({self.up_at_s:g}) must be after at_s ({self.at_s:g})")
+        return self
+
+
 class Output(Strict):
     folder: str = "results"
 
@@ -359,6 +413,8 @@ class Scenario(Strict):
     workload: Workload = SyntheticWorkload()
     compute_time: ComputeTime = ConstantCompute()
     stragglers: Stragglers = Stragglers()
+    background: list[BackgroundFlow] = []
+    failures: list[Failure] = []
     iterations: Optional[Int] = Field(default=None, gt=0)
     duration_s: Optional[Float] = Field(default=None, gt=0)
     repetitions: Int = Field(default=1, ge=1)

@@ -11,6 +11,9 @@
                            died ends the run with its name instead of a wait for timeouts
     collect()              the plan's facts, the servers' stats, errors (the metrics come
                            from the one measurement pipeline, not from here)
+    process(kind, name)    a started process by kind ("server", "worker") and name, for
+                           failure injection (testbed/disturbance_driver.py); what a
+                           scenario may name: process_names()
     stop()                 SIGTERM to every process (workers log worker_end), then kill
 """
 from __future__ import annotations
@@ -188,6 +191,15 @@ class SchemeApp(App):
             except (OSError, ValueError, IndexError):
                 out[s.name] = {"host": s.host, "stats": "missing"}
         return out
+
+    def process(self, kind: str, name: str) -> subprocess.Popen | None:
+        """The process started as (kind, name), None before it is started."""
+        return next((p for k, n, p in self.procs if (k, n) == (kind, name)), None)
+
+    def process_names(self, graph) -> dict[str, tuple[str, str]]:
+        """What a failure's `kill` may name -> (kind, name) (testbed/disturbances.py)."""
+        from testbed.disturbances import process_names
+        return process_names(self.plan_, graph)
 
     def stop(self) -> None:
         for _, _, p in self.procs:
