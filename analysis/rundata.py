@@ -174,18 +174,20 @@ class RunData:
         """Settled goodput per bandwidth-schedule step against the model's for that step, and
         whether it tracks (analysis/schedule_tracking.py; the model: schemes/model_schedule.py)."""
         from analysis import schedule_tracking as T
-        changes, model = self.bandwidth_changes(), None
+        changes = self.bandwidth_changes()
         if not changes:       # no schedule: nothing to predict per step
             return T.goodput_tracking(self.events, changes, self._initial_rates(), self.dilation)
         try:
             from schemes.model_schedule import predict_at
             from testbed.scenario import load_scenario
             scn, g = load_scenario(self.path / "scenario.yaml"), self.graph
+            def at_rates(rates):
+                p = predict_at(scn.scheme, g, scn, rates)
+                return p.goodput_mbps, p.job_goodput_mbps
+            model = None
             if g is not None:
-                def model(rates):
-                    p = predict_at(scn.scheme, g, scn, rates)
-                    return p.goodput_mbps, p.job_goodput_mbps
-                model(self._initial_rates())   # a scheme without a model: no model column
+                at_rates(self._initial_rates())   # a scheme without a model: no model column
+                model = at_rates
         except Exception:
             model = None
         return T.goodput_tracking(self.events, changes, self._initial_rates(), self.dilation, model)
