@@ -151,6 +151,12 @@ def test_plan_gives_every_worker_one_client_per_server_and_a_root_server_each():
     assert p.info["paths"]["mode"] == "planned" and p.info["paths"]["off_plan"] == []
 
 
+def test_idle_hosts_keep_the_workers_of_the_k_server_variant():
+    _, three, _ = plan({"num_servers": 3})
+    _, one, _ = plan({"servers": ["h1r2w2"], "idle_hosts": ["h2r1w2", "h3r1w2"]})
+    assert one.workers == three.workers and len(one.servers) == 1
+
+
 def test_without_ina_every_worker_is_a_direct_child_of_every_server():
     _, p, _ = plan({"num_servers": 2, "routing": "none"})
     assert not any("agg_points" in c for cs in p.switch_commands.values() for c in cs)
@@ -176,6 +182,10 @@ def test_a_one_child_fan_in_budget_sends_the_rest_straight_to_the_server():
     ({"num_servers": 8}, "leave no host for a worker"),
     ({"job": 255, "num_servers": 2}, "one job per server"),
     ({"k": 64}, "AGG_K=32"),
+    ({"num_servers": 1, "idle_hosts": ["h1r2w2"]}, "are servers"),
+    ({"servers": ["h1r1w1"], "idle_hosts": [f"h{d}r{r}w{w}" for d in (1, 2, 3) for r in (1, 2) for w in (1, 2)
+                                             if (d, r, w) != (1, 1, 1) and (d == 1 or r == 1)]},
+     "no host for a worker"),
 ])
 def test_plan_refuses_bad_placements(opts, message):
     with pytest.raises(ValueError, match=message):

@@ -69,6 +69,9 @@ class InartOptions(InartPlanOptions, InaTransportOptions):
     # chosen by placement.server_hosts (the last host of each datacenter in turn)
     servers: list[str] | None = None
     num_servers: int = Field(2, ge=1, le=32)
+    # hosts that run nothing: keeps the workers the same when variants place fewer servers
+    # (a single-PS baseline beside K PSs)
+    idle_hosts: list[str] = []
     # phase 2's router: "lp" (InArt: LP + randomized rounding), "shortest_path" (the
     # paper's INA-with-shortest-path baseline), "none" (multi-PS without INA)
     routing: Literal["lp", "shortest_path", "none"] = "lp"

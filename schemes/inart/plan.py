@@ -100,8 +100,15 @@ def build(graph, scenario, o: InartOptions):
     if o.job + o.num_servers - 1 > 255 or (o.servers and o.job + len(o.servers) - 1 > 255):
         raise ValueError(f"scheme_options.job: {o.job} + one job per server must stay <= 255")
     servers = server_hosts(graph, o)
-    workers = sorted((h for hs in hosts_by_dc(graph).values() for h in hs if h not in servers),
+    every = [h for hs in hosts_by_dc(graph).values() for h in hs]
+    bad = [h for h in o.idle_hosts if h not in every or h in servers]
+    if bad:
+        raise ValueError(f"scheme_options.idle_hosts: {bad} are not hosts of this topology or are "
+                         f"servers (servers: {', '.join(servers)})")
+    workers = sorted((h for h in every if h not in servers and h not in o.idle_hosts),
                      key=lambda n: graph.nodes[n]["worker_index"])
+    if not workers:
+        raise ValueError("scheme_options: servers and idle_hosts leave no host for a worker")
     if o.window == "auto":
         slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
         o = o.model_copy(update={"window": auto_window(graph, workers, servers, k, slots)})
