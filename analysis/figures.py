@@ -362,13 +362,21 @@ def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | 
 
 def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, target: float | None = None,
                       title: str | None = None, dilation: float | None = None):
-    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted."""
+    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted.
+    A series may carry a fourth element, a condition (e.g. the training mode) that tells
+    runs of one scheme apart: it sets the line style and joins the label."""
+    styles = ["-", "--", ":", "-."]
+    conds: list[str] = []
     with paper_style():
         fig, ax = new_figure()
-        for scheme, t, acc in series:
+        for scheme, t, acc, *cond in series:
+            cond = cond[0] if cond else ""
+            if cond not in conds:
+                conds.append(cond)
             st = scheme_style(scheme)
             ax.plot(t, acc, color=st["color"], marker=st["marker"], markevery=max(1, len(t) // 8),
-                    label=st["label"])
+                    linestyle=styles[conds.index(cond) % len(styles)],
+                    label=st["label"] + (f", {cond}" if cond else ""))
         if target is not None:
             ax.axhline(target, color="#777777", linestyle=":", linewidth=0.8, label=f"target {target:g}")
         ax.set_xlabel("Wall-clock time (s)")

@@ -426,8 +426,8 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
                                          for r in runs], dilation=s))]
     if any(len(r.accuracy_series()[0]) for r in runs):
         jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time.",
-                              lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
-                                                          dilation=s)))
+                              lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series(), _run_condition(r, runs))
+                                                           for r in runs], dilation=s)))
     stale = [r for r in runs if r.staleness]
     if stale:
         jobs.append(staleness_job(stale))
@@ -516,10 +516,15 @@ def tracking_section(runs: list[tuple[str, RunData]], dilation: float | None = N
 
 
 def _run_condition(run: RunData, runs: list[RunData]) -> str:
-    """'' when the scheme alone tells the runs apart, else the run's position among the
-    runs of its scheme (the legend then shows line styles per run)."""
+    """'' when the scheme alone tells the runs apart, else the training mode when it tells
+    the runs of that scheme apart, else the run's position among them (the legend then
+    shows line styles per run)."""
+    from analysis.staleness import mode_label
     same = [r for r in runs if r.scheme == run.scheme]
-    return "" if len(same) == 1 else f"run {same.index(run) + 1}"
+    if len(same) == 1:
+        return ""
+    modes = [mode_label(r.staleness) for r in same]   # the same scheme in bsp, ssp, asp
+    return modes[same.index(run)] if len(set(modes)) == len(same) else f"run {same.index(run) + 1}"
 
 
 def runs_table(runs: list[RunData]) -> str:

@@ -52,14 +52,12 @@ def test_no_update_records_no_section():
     assert distribution([])["count"] == 0 and distribution([])["max"] is None
 
 
-def test_plot_draws_the_staleness_figure_for_runs_with_update_records(tmp_path):
-    from analysis.report import make_report, run_jobs
-    from analysis.rundata import RunData
-    run = tmp_path / "run"
+def write_run(run, events: dict[str, list[dict]]):
+    """A results folder holding these workers' events (stamped 1 s apart)."""
     (run / "events").mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps({"complete": True}))
     (run / "scenario.yaml").write_text("scheme: ps\n")
-    for w, es in logs("ssp", 1, TRACE).items():
+    for w, es in events.items():
         c = 0
         lines = []
         for e in es:
@@ -71,6 +69,13 @@ def test_plot_draws_the_staleness_figure_for_runs_with_update_records(tmp_path):
             lines.append(e)
             c += 1
         (run / "events" / f"{w}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return run
+
+
+def test_plot_draws_the_staleness_figure_for_runs_with_update_records(tmp_path):
+    from analysis.report import make_report, run_jobs
+    from analysis.rundata import RunData
+    run = write_run(tmp_path / "run", logs("ssp", 1, TRACE))
     rd = RunData.load(run)
     assert rd.staleness["updates"] == 7
     jobs = {j.name: j for j in run_jobs([rd])}
@@ -82,3 +87,14 @@ def test_plot_draws_the_staleness_figure_for_runs_with_update_records(tmp_path):
     md = make_report(run, ["png"])
     assert (run / "figures" / "staleness.png").stat().st_size > 1000
     assert "](figures/staleness.png)" in md.read_text()
+
+
+def test_runs_of_one_scheme_in_different_modes_are_told_apart_by_their_mode(tmp_path):
+    from analysis.report import run_jobs
+    from analysis.rundata import RunData
+    bsp = write_run(tmp_path / "a", logs("bsp", None, [bsp_applied(w, c) for c in range(2) for w in range(3)]))
+    ssp = write_run(tmp_path / "b", logs("ssp", 1, TRACE))
+    jobs = {j.name: j for j in run_jobs([RunData.load(bsp), RunData.load(ssp)])}
+    for name in ("accuracy_vs_time", "staleness"):
+        labels = [l.get_label() for l in jobs[name].make().axes[0].lines if not l.get_label().startswith("_")]
+        assert labels == ["PS, bsp", "PS, ssp s=1"], name
