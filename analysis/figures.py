@@ -17,7 +17,8 @@ import numpy as np
 from analysis.measure import TIME_PER_ITERATION
 from analysis.metrics import cdf_points, mean_ci
 from analysis.speedup import ratio
-from analysis.style import (BACKGROUND_TRAFFIC_COLOR, BANDWIDTH_COLOR, FAILURE_COLOR, legend_above, new_figure, note_dilation, paper_style,
+from analysis.style import (BACKGROUND_TRAFFIC_COLOR, BANDWIDTH_COLOR, FAILURE_COLOR, FIG_SIZE, legend_above,
+                            new_figure, note_dilation, paper_style,
                             scheme_sort_key, scheme_style)
 
 LABELS = {
@@ -386,18 +387,59 @@ def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | 
 def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, target: float | None = None,
                       title: str | None = None, dilation: float | None = None, disturbances=None):
     """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted;
-    `disturbances`: background traffic and failures (draw_disturbances)."""
+    `disturbances`: background traffic and failures (draw_disturbances).
+    A series may carry a fourth element, a condition (e.g. the training mode) that tells
+    runs of one scheme apart: it sets the line style and joins the label."""
+    styles = ["-", "--", ":", "-."]
+    conds: list[str] = []
     with paper_style():
         fig, ax = new_figure()
         draw_disturbances(ax, disturbances)
-        for scheme, t, acc in series:
+        for scheme, t, acc, *cond in series:
+            cond = cond[0] if cond else ""
+            if cond not in conds:
+                conds.append(cond)
             st = scheme_style(scheme)
             ax.plot(t, acc, color=st["color"], marker=st["marker"], markevery=max(1, len(t) // 8),
-                    label=st["label"])
+                    linestyle=styles[conds.index(cond) % len(styles)],
+                    label=st["label"] + (f", {cond}" if cond else ""))
         if target is not None:
             ax.axhline(target, color="#777777", linestyle=":", linewidth=0.8, label=f"target {target:g}")
         ax.set_xlabel("Wall-clock time (s)")
         ax.set_ylabel("Accuracy")
         legend_above(ax, title or "Accuracy vs wall-clock time")
         note_dilation(ax, dilation)
+    return fig
+
+
+def fig_staleness(series: Sequence[tuple[str, str, Sequence[int], Sequence[int]]], *,
+                  bounds: Sequence[int] = (), title: str | None = None):
+    """Staleness and delay of every update (analysis/staleness.py), as CDFs side by side:
+    (scheme, mode label, staleness values, delay values) per run; the scheme sets the color,
+    the mode the line style. Dotted verticals: the ssp bounds on the left panel."""
+    styles = ["-", "--", ":", "-."]
+    modes: list[str] = []
+    import matplotlib.pyplot as plt
+    with paper_style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(2 * FIG_SIZE[0], FIG_SIZE[1]),
+                                          constrained_layout=True)
+        for scheme, mode, stale, delay in series:
+            if mode not in modes:
+                modes.append(mode)
+            st = scheme_style(scheme)
+            ls = styles[modes.index(mode) % len(styles)]
+            for ax, values in ((left, stale), (right, delay)):
+                if len(values):
+                    x, f = cdf_points(values)
+                    ax.step(x, f, where="post", color=st["color"], linestyle=ls,
+                            label=f"{st['label']}, {mode}")
+        for b in sorted(set(bounds)):
+            left.axvline(b, color="#777777", linestyle=":", linewidth=0.8)
+        left.set_xlabel("Staleness (clocks behind)")
+        right.set_xlabel("Delay (updates applied in between)")
+        for ax in (left, right):
+            ax.set_ylabel("CDF")
+            ax.set_ylim(0, 1.02)
+            _integer_ticks(ax, [0, 1])
+        legend_above(left, title or "Staleness and delay of the updates")
     return fig

@@ -431,9 +431,31 @@ def run_jobs(runs: list[RunData]) -> list[FigureJob]:
                                          for r in runs], dilation=s))]
     if any(len(r.accuracy_series()[0]) for r in runs):
         jobs.append(FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time" + shown + ".",
-                              lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series()) for r in runs],
-                                                          dilation=s, disturbances=marks)))
+                              lambda: F.fig_accuracy_time([(r.scheme, *r.accuracy_series(), _run_condition(r, runs))
+                                                           for r in runs], dilation=s, disturbances=marks)))
+    stale = [r for r in runs if r.staleness]
+    if stale:
+        jobs.append(staleness_job(stale))
     return jobs
+
+
+def staleness_job(runs: list[RunData]) -> FigureJob:
+    """CDFs of the updates' staleness (clocks) and delay (updates) per run, with the ssp
+    bounds and each run's distribution under the figure (analysis/staleness.py)."""
+    from analysis.staleness import mode_label
+    lines = ["", "", "| run | scheme | mode | updates | staleness mean / p95 / max | delay mean / p95 / max |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in runs:
+        st = r.staleness
+        a, d = st["staleness"], st["delay"]
+        lines.append(f"| {r.path.name} | {r.scheme} | {mode_label(st)} | {st['updates']} | "
+                     f"{a['mean']:.3g} / {a['p95']} / {a['max']} | {d['mean']:.3g} / {d['p95']} / {d['max']} |")
+    bounds = [r.staleness["bound"] for r in runs if r.staleness["mode"] == "ssp"]
+    return FigureJob("staleness", "Staleness of every applied update (clocks the model it was computed on "
+                     "lagged behind its iteration; dotted: the ssp bound) and its delay (updates applied "
+                     "between its read and its write); bsp: 0 for all." + "\n".join(lines),
+                     lambda: F.fig_staleness([(r.scheme, mode_label(r.staleness), *r.update_values())
+                                              for r in runs], bounds=bounds))
 
 
 def network_jobs(paths: list[Path]) -> tuple[list[FigureJob], list[str]]:
@@ -499,10 +521,15 @@ def tracking_section(runs: list[tuple[str, RunData]], dilation: float | None = N
 
 
 def _run_condition(run: RunData, runs: list[RunData]) -> str:
-    """'' when the scheme alone tells the runs apart, else the run's position among the
-    runs of its scheme (the legend then shows line styles per run)."""
+    """'' when the scheme alone tells the runs apart, else the training mode when it tells
+    the runs of that scheme apart, else the run's position among them (the legend then
+    shows line styles per run)."""
+    from analysis.staleness import mode_label
     same = [r for r in runs if r.scheme == run.scheme]
-    return "" if len(same) == 1 else f"run {same.index(run) + 1}"
+    if len(same) == 1:
+        return ""
+    modes = [mode_label(r.staleness) for r in same]   # the same scheme in bsp, ssp, asp
+    return modes[same.index(run)] if len(set(modes)) == len(same) else f"run {same.index(run) + 1}"
 
 
 def runs_table(runs: list[RunData]) -> str:

@@ -223,6 +223,19 @@ class RunData:
         return (np.array([(t - self.t0) / self.dilation for t, _ in pts]),
                 np.array([a for _, a in pts]))
 
+    @cached_property
+    def staleness(self) -> dict | None:
+        """summary.json's "staleness" section (analysis/staleness.py): the training mode and
+        the distributions of the updates' staleness and delay; None for older logs."""
+        from analysis.staleness import staleness_section
+        return staleness_section(self.events)
+
+    def update_values(self) -> tuple[list[int], list[int]]:
+        """(staleness, delay) of every update, for the staleness figure."""
+        from analysis.staleness import update_records
+        recs = update_records(self.events)
+        return [r["staleness"] for r in recs], [r["delay"] for r in recs]
+
     # ------------------------------------------------------------ one row of the table
     def metrics(self, target_accuracy: float | None = None) -> dict:
         """THE row of this run: its facts (complete, scheme, sizes, seed, elapsed_s) and
@@ -248,8 +261,10 @@ class RunData:
 def summary_sections(run_dir, summary: dict) -> dict:
     """What testbed/lifecycle.py adds to the summary.json it is writing: the row
     ("metrics", RunData.metrics: the same function every later reader of the folder calls),
-    the job's iterations ("per_iteration") and the per-worker figures ("workers"), with
-    `summary` standing in for the file."""
+    the job's iterations ("per_iteration"), the per-worker figures ("workers") and the
+    updates' staleness and delay ("staleness", analysis/staleness.py), with `summary`
+    standing in for the file."""
     rd = RunData.load(run_dir)
     rd.summary = summary
-    return {"metrics": rd.metrics(), "per_iteration": rd.per_iteration(), "workers": rd.per_worker()}
+    return {"metrics": rd.metrics(), "per_iteration": rd.per_iteration(), "workers": rd.per_worker(),
+            "staleness": rd.staleness}

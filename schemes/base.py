@@ -50,6 +50,8 @@ class Plan:
     servers: list[Server] = field(default_factory=list)
     switch_commands: dict[str, list[str]] = field(default_factory=dict)   # runtime CLI lines
     info: dict = field(default_factory=dict)              # recorded in summary.json ("app")
+    communicator: str | None = None   # "module:Class" for this plan's workers when it is not the
+                                      # scheme's (ps in ssp/asp: its asynchronous communicator)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,9 @@ class Scheme:
     summary: str = ""                # one line for listings
     model: Callable | None = None    # predict(graph, scenario, options) -> schemes.model.Prediction
                                      # (real-world graph; None: the scheme has no model yet)
+    modes: tuple[str, ...] = ("bsp",)   # training modes it runs (workers/training_modes.py)
+    mode_problems: Callable | None = None   # mode_problems(options, mode) -> [(field path,
+                                     # problem)]: options that cannot run in that mode
 
     def parse_options(self, raw: dict | None) -> Options:
         return self.options.model_validate(dict(raw or {}))

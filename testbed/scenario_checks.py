@@ -347,6 +347,27 @@ def _option_problem(err: dict, model, scheme: str) -> Problem:
     return Problem(path, f"{msg} (got {err.get('input')!r})" if field else f"{msg} (options: {known})")
 
 
+def _training_mode(scn: Scenario, emulation_limits: bool) -> list[Problem]:
+    """training.mode must be one the scheme runs (schemes.base.Scheme.modes), and the scheme's
+    options must allow it (Scheme.mode_problems, e.g. ps: one server in ssp/asp)."""
+    import schemes
+    scheme = schemes.get(scn.scheme)
+    mode = scn.training.mode
+    if mode not in scheme.modes:
+        able = [n for n in schemes.NAMES if mode in schemes.get(n).modes]
+        return [Problem("training.mode", f"scheme {scn.scheme} runs {', '.join(scheme.modes)} only, "
+                                         f"not {mode} (schemes that run {mode}: "
+                                         f"{', '.join(able) or 'none'}); set training.mode: bsp "
+                                         f"or change the scheme")]
+    if scheme.mode_problems is None:
+        return []
+    try:
+        opts = scheme.parse_options(scn.scheme_options)
+    except ValidationError:
+        return []   # _scheme_options reports it; the mode check needs valid options
+    return [Problem(path, problem) for path, problem in scheme.mode_problems(opts, mode)]
+
+
 # The checks, in the order their problems are reported, and the inputs each reads (see
 # the module's docstring).
 CHECKS: list[tuple[frozenset[str], Check]] = [
@@ -367,4 +388,5 @@ CHECKS: list[tuple[frozenset[str], Check]] = [
     (frozenset({"datacenters.name", "wan.topology", "wan.hub", "wan.edges", "failures"}),
      _failure_links),
     (frozenset(Scenario.model_fields), _failure_kills),   # the whole scenario: it is planned
+    (frozenset({"scheme", "scheme_options", "training"}), _training_mode),
 ]

@@ -15,6 +15,7 @@ import schemes
 from topologies import catalog
 from workers import datasets, models, presets
 from workers.ctr_data import CtrSpec
+from workers.training_modes import MODES
 from workers.workload import (SPARSE_BATCH, SPARSE_LR, check_dataset, check_scale, check_sparse_size,
                               synthetic_size)
 
@@ -397,6 +398,28 @@ class Output(Strict):
     folder: str = "results"
 
 
+# ---------------------------------------------------------------- training mode
+class Training(Strict):
+    """How workers synchronize (workers/training_modes.py, docs/training-modes.md): bsp (every
+    iteration waits for every worker's gradient), ssp (a worker may run at most `staleness`
+    clocks ahead of the slowest; 0 is bsp's schedule) or asp (no bound). The scheme must
+    run the mode (schemes.base.Scheme.modes; testbed/scenario_checks.py)."""
+    mode: Literal[MODES] = "bsp"
+    staleness: Optional[Int] = Field(default=None, ge=0)   # ssp's bound s, in clocks
+
+    @field_validator("staleness")
+    @classmethod
+    def _bound_for_ssp_only(cls, v, info):
+        mode = info.data.get("mode")
+        if mode == "ssp" and v is None:
+            raise ValueError("ssp needs its bound: set training.staleness to s >= 0 "
+                             "(clocks a worker may run ahead of the slowest; 0 is bsp's schedule)")
+        if mode in ("bsp", "asp") and v is not None:
+            raise ValueError(f"only ssp has a staleness bound ({mode} has "
+                             f"{'none' if mode == 'asp' else '0'}); drop it or set training.mode: ssp")
+        return v
+
+
 # ---------------------------------------------------------------- the scenario
 class Scenario(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -418,6 +441,7 @@ class Scenario(Strict):
     iterations: Optional[Int] = Field(default=None, gt=0)
     duration_s: Optional[Float] = Field(default=None, gt=0)
     repetitions: Int = Field(default=1, ge=1)
+    training: Training = Training()
     output: Output = Output()
 
     @model_validator(mode="after")

@@ -45,14 +45,15 @@ def worker_configs(graph, scenario, scheme, opts, plan: Plan, events_dir: Path, 
         out[w] = {"worker": w, "host_id": host_id(a["dc_index"], a["rack"], a["worker"]),
                   "index": rank, "n_workers": len(plan.workers), "dc": a["dc"], "ip": a["ip"],
                   "seed": scenario.seed, "events": str(events_dir / f"{w}.jsonl"),
-                  "scheme": scheme.name, "communicator": scheme.communicator,
+                  "scheme": scheme.name, "communicator": plan.communicator or scheme.communicator,
                   "comm": plan.comm[w], "workload": scenario.workload.model_dump(),
                   "compute_index": a["worker_index"],
                   "compute_time": scenario.compute_time.model_dump(),
                   "stragglers": scenario.stragglers.model_dump(),
                   "compute_speed": a.get("compute_speed", 1.0),
                   "dilation": scenario.time_dilation, "iterations": iterations,
-                  "duration_s": duration_s, "verify": opts.verify, "go_file": str(go_file)}
+                  "duration_s": duration_s, "verify": opts.verify, "go_file": str(go_file),
+                  "training": scenario.training.model_dump()}
     return out
 
 

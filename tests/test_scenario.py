@@ -87,7 +87,7 @@ SET_CASES = [
     ("bogus=1", "--set bogus=1: no field 'bogus' in the scenario (fields: name, seed, time_dilation, "
                 "datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, scheme_options, workload, "
                 "compute_time, stragglers, background, failures, iterations, duration_s, repetitions, "
-                "output)"),
+                "training, output)"),
     ("datacenters.5.racks=2", "--set datacenters.5.racks=2: datacenters has 2 entries (indices 0..1); no index 5"),
     ("datacenters.x.racks=2", "--set datacenters.x.racks=2: datacenters is a list: use an index, e.g. datacenters.0"),
     ("datacenters.0.racks.x=2", "--set datacenters.0.racks.x=2: datacenters.0.racks is a value, it has no field 'x'"),
@@ -322,7 +322,7 @@ def test_every_independent_problem_is_reported_with_the_count():
         "wan.default.bandwidth_mbps: must be > 0 (got -5)",
         "colour: unknown field 'colour' in the scenario (fields: name, seed, time_dilation, "
         "datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, scheme_options, workload, "
-        "compute_time, stragglers, background, failures, iterations, duration_s, repetitions, output)",
+        "compute_time, stragglers, background, failures, iterations, duration_s, repetitions, training, output)",
         "iterations: set exactly one of iterations or duration_s (both are set)",
         "wan.edges.0.b: unknown datacenter 'zz' (datacenters: a, b, c)",
         "scheme_options.shards: Input should be greater than or equal to 1 (got 0)",
@@ -389,7 +389,7 @@ iterations: 3
      "nmae: unknown field 'nmae' in the scenario; did you mean 'name'? (fields: name, seed, "
      "time_dilation, datacenters, wan, intra_dc, switch, link_emulation, tcp, scheme, "
      "scheme_options, workload, compute_time, stragglers, background, failures, iterations, "
-     "duration_s, repetitions, output)"),
+     "duration_s, repetitions, training, output)"),
     # with racks unknown the worker count is unknown: index 7 is not judged out of range
     (GOOD, ["datacenters.1.racks=two", "stragglers.persistent=[{worker: 7, factor: 2}]"],
      "datacenters.1.racks: must be an integer (got 'two')"),

@@ -21,6 +21,14 @@ scheme's plan wrote, `me` the worker's identity (`Me`).
     close()
 
 `CommunicatorBase` gives the optional ones their defaults.
+
+In the asynchronous training modes (ssp, asp: workers/training_modes.py) there is no sum:
+the server holds the model, applies each worker's gradient when it arrives and releases
+the newest model. A communicator for them offers, instead of allreduce:
+
+    init_model(model)                     the initial model (float32), once, before the start
+    push_pull(grad, iteration) -> Pulled  push this iteration's gradient, wait until the
+                                          server releases the model for iteration + 1
 """
 from __future__ import annotations
 
@@ -56,6 +64,15 @@ class Counters:
 
     def minus(self, before: "Counters") -> dict:
         return {k: getattr(self, k) - getattr(before, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Pulled:
+    """What an asynchronous server released to a worker after its push."""
+    model: np.ndarray      # float32: the newest model
+    version: int           # its version (updates applied)
+    clock: int             # its clock (workers/training_modes.py)
+    applied_at: int        # the version the pushed update was applied to
 
 
 def float_sum_bound(grads: list[np.ndarray]) -> float:

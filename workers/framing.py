@@ -38,6 +38,10 @@ DATA_END = 5   # the last DATA chunk of an iteration
 ROWS = 6       # touched rows of a row-sparse block going up (encode_rows)
 ROWS_END = 7   # ROWS as the last piece of an iteration
 ROWS_RESULT = 8   # the union of the children's rows with their sums, coming back down
+# asynchronous parameter server (ps in ssp/asp: schemes/ps/async_server.py)
+MODEL_INIT = 9    # a worker's initial model (float32), once before iteration 0
+MODEL_VERSION = 10   # int64 [iteration it may start, version, clock, version its update was applied to]
+MODEL = 11        # the model of that version (float32), right after its MODEL_VERSION
 
 MAX_ELEMENTS = 1 << 31   # sanity limit: a corrupt header must not allocate terabytes
 

@@ -22,6 +22,15 @@ Each BSP iteration i, stamped at the same points for every scheme:
   iteration_end     t_end = after the update is applied (the model is ready for the next
                     iteration); evaluation on the test set and the verify check come after
                     t_end and are not part of any iteration's time
+Training modes (WorkerConfig.training; workers/training_modes.py): in bsp the
+communicator's allreduce returns the sum and the worker applies it. In ssp and asp the
+server holds the model: the worker sends its initial model once (init_model, before the
+start file), then per iteration pushes its gradient and gets back the newest model the
+server releases (push_pull: first_send .. last_result covers the push, the wait at the SSP
+gate and the pull), which it loads (t_end). Every iteration_end carries `update`: the
+version and clock of the model the gradient was computed on, the version it was applied
+to, its staleness and delay (bsp: the round, staleness and delay 0); `model_version` is
+the version of the model the worker holds after it (the one evaluated).
 Stop rules, the same for every scheme: `iterations` done, or `duration_s` (emulated
 seconds, counted from the start file) passed. With a duration, each worker's "my time is
 up" flag rides along as one extra value and is summed with the gradient, so all workers
@@ -47,6 +56,7 @@ import numpy as np
 from workers.communicator import Me
 from workers.compute_time import WorkerIdentity, compute_sample
 from workers.events import EventLog
+from workers.training_modes import Applied, bsp_applied, mode_bound
 from workers.workload import Workload, WorkloadSpec
 
 
@@ -74,6 +84,7 @@ class WorkerConfig:
     verify: bool = False                   # compare every sum with the exact float64 sum
     go_file: str | None = None             # start iteration 0 when this file exists
     go_timeout_s: float = 300.0
+    training: dict = field(default_factory=lambda: {"mode": "bsp", "staleness": None})
 
     @classmethod
     def load(cls, path) -> "WorkerConfig":
@@ -150,18 +161,26 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
         sleep=time.sleep) -> int:
     """The loop (module doc). make_comm(comm, me) defaults to the configured communicator."""
     t0 = clock()
+    mode, bound = cfg.training.get("mode", "bsp"), cfg.training.get("staleness")
+    mode_bound(mode, bound)             # a bad mode fails here, before any connection
     work = Workload(WorkloadSpec.from_scenario(cfg.workload), cfg.seed, cfg.n_workers)
+    if mode != "bsp":                   # version 0 is the float32 model the server will hold
+        work.load_model(work.model_vector())
     ident = WorkerIdentity(cfg.index if cfg.compute_index is None else cfg.compute_index,
                            cfg.host_id, cfg.dc, cfg.compute_speed)
     initial = work.test_metrics()       # before any update: the curve's starting point
     log.log("worker_start", index=cfg.index, pid=os.getpid(), scheme=cfg.scheme,
             parameters=work.size, model=work.spec.model, dataset=work.spec.dataset,
             preset=work.spec.preset, layers=len(work.layers), n_workers=cfg.n_workers,
-            **{f"{k}_initial": v for k, v in initial.items()}, dilation=cfg.dilation)
+            **{f"{k}_initial": v for k, v in initial.items()}, dilation=cfg.dilation,
+            training={"mode": mode, "staleness": bound})
     make_comm = make_comm or load_communicator(cfg.communicator)
     comm = make_comm(cfg.comm, Me(cfg.worker, cfg.index, cfg.n_workers, cfg.ip, cfg.dilation))
     done, reason = 0, "finished"
+    read = (0, 0)                       # (version, clock) of the model the next gradient sees
     try:
+        if mode != "bsp":
+            comm.init_model(work.model_vector())
         log.log("comm_ready", setup_s=clock() - t0, comm=comm.describe())
         log.log("worker_ready")
         wait_for_go(cfg.go_file, cfg.go_timeout_s, clock)
@@ -174,14 +193,23 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
             before = comm.counters()
             time_up = None if cfg.duration_s is None else clock() - t_go >= cfg.duration_s
             t_send = log.log("first_send", iteration=it)["t"]
-            total, stop = synchronize(comm, grad, it, time_up)
-            t_last = log.log("last_result", iteration=it)["t"]
             params = work.model.params   # apply() replaces it: the model the gradients saw
-            work.apply(total)
+            if mode == "bsp":
+                total, stop = synchronize(comm, grad, it, time_up)
+                t_last = log.log("last_result", iteration=it)["t"]
+                work.apply(total)
+                update = bsp_applied(cfg.index, it)
+            else:
+                pulled = comm.push_pull(grad, it)
+                t_last = log.log("last_result", iteration=it)["t"]
+                work.load_model(pulled.model)
+                total, stop = pulled.model, bool(time_up)
+                update = Applied(cfg.index, it, read[0], read[1], pulled.applied_at)
+                read = (pulled.version, pulled.clock)
             t_end = clock()
             counts = comm.counters().minus(before)
             extra = {}
-            if cfg.verify:   # every worker can rebuild every gradient: the inputs are seeded
+            if cfg.verify and mode == "bsp":   # every worker can rebuild every gradient (seeded)
                 grads = work.all_gradients(it, params)
                 exact = np.sum(grads, axis=0)
                 extra = {"max_error": float(np.max(np.abs(np.asarray(total, np.float64) - exact))),
@@ -191,7 +219,8 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
                     compute_s=t_comp - t_start, comm_s=t_last - t_send, gradient_bytes=grad_bytes,
                     **counts, batch_loss=batch_loss, **tested, stragglers=reasons,
                     result_sha1=hashlib.sha1(np.ascontiguousarray(total, np.float32)).hexdigest(),
-                    comm_stats=comm.stats(), **extra)
+                    comm_stats=comm.stats(), update=update.record(),
+                    model_version=it + 1 if mode == "bsp" else read[0], **extra)
             done = it + 1
             if stop:
                 reason = "duration reached"

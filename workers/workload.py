@@ -253,6 +253,20 @@ class Workload:
         g = np.asarray(aggregated_sum, dtype=np.float64)[:self.model.size]
         self.model.params = self.model.params - self.spec.lr * g / self.n_workers
 
+    def model_vector(self) -> np.ndarray:
+        """The model as an asynchronous server holds it: float32, padded with zeros to the
+        gradient's `size` (the synthetic filler's values are a model nobody evaluates)."""
+        out = np.zeros(self.size, dtype=np.float32)
+        out[:self.model.size] = self.model.params
+        return out
+
+    def load_model(self, vector: np.ndarray) -> None:
+        """Take the model from an asynchronous server's vector (model_vector's layout)."""
+        if len(vector) != self.size:
+            raise ValueError(f"model vector has {len(vector)} values, expected {self.size}: the "
+                             f"server was set up for another workload; same scenario everywhere?")
+        self.model.params = np.asarray(vector[:self.model.size], dtype=np.float64)
+
     def evaluate(self) -> tuple[float, float]:
         """(test loss, test accuracy) of the current model."""
         return self.model.evaluate(self.data.x_test, self.data.y_test)
