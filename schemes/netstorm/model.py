@@ -50,7 +50,6 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
             lan += [(w, h, per), (h, w, per)]
     p = configured_policy(graph, scenario, o)
     on_link: dict = defaultdict(float)          # (a, b) overlay hop -> payload bytes
-    depth_path: dict = {}                       # root -> the deepest node's path up
     for root, lo, hi in p.blocks:
         for n, parent in p.parents[root].items():
             if parent is None:

@@ -10,7 +10,6 @@ import schemes.netstorm.policy as pol
 from schemes import model as M
 from schemes.base import Plan, Server, datacenter_index
 from schemes.netstorm.options import NetstormOptions
-from schemes.ps.plan import COMMUNICATOR
 from topologies.graph import hosts_by_dc, wan_edges
 from workers.framing import DEFAULT_CHUNK_VALUES
 
