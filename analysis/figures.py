@@ -2,7 +2,10 @@
 
 Each `fig_*` function takes plain data (table rows as dicts, numpy series) and returns a
 matplotlib Figure in the paper style of analysis/style.py; analysis/report.py decides which
-figures the results support and saves them. Over repetitions a point is the mean with a
+figures the results support and saves them. A figure draws one series per value of the
+`series` column (default the scheme; the report passes its label-or-scheme column,
+analysis/series.py) in the styles given (`styles`: analysis/style.series_styles), or, without
+them, in each scheme's own. Over repetitions a point is the mean with a
 95% interval (error bars, or a band for time series); a dashed line marks speedup 1.
 """
 from __future__ import annotations
@@ -19,7 +22,7 @@ from analysis.metrics import cdf_points, mean_ci
 from analysis.speedup import ratio
 from analysis.style import (BACKGROUND_TRAFFIC_COLOR, BANDWIDTH_COLOR, FAILURE_COLOR, FIG_SIZE, legend_above,
                             new_figure, note_dilation, paper_style,
-                            scheme_sort_key, scheme_style)
+                            scheme_sort_key, scheme_style, series_styles)
 
 LABELS = {
     "model_iteration_time_s": "Model time per iteration (s; model output)",
@@ -80,6 +83,28 @@ def _dilation(rows: Sequence[dict]) -> float | None:
     return max(vals) if vals else None
 
 
+def _styles(rows: Iterable[dict], series: str, styles: dict | None) -> dict:
+    """The styles given, else the rows' own: a series per value of `series`, each keyed to
+    its row's scheme (without labels, the scheme's own style)."""
+    if styles is not None:
+        return styles
+    return series_styles((str(r.get(series)), str(r.get("scheme") or r.get(series))) for r in rows)
+
+
+def style_of(styles: dict | None, name) -> dict:
+    """One series' style: from `styles`, else the scheme's (with the line defaults)."""
+    if styles and str(name) in styles:
+        return styles[str(name)]
+    return dict(scheme_style(str(name)), linestyle="-", hatch=None)
+
+
+def _ordered(names: Iterable, styles: dict | None) -> list:
+    """Series in the styles' order (the report's), unknown ones after, by scheme order."""
+    keys = list(styles or {})
+    return sorted(names, key=lambda s: (0, keys.index(str(s))) if str(s) in keys
+                  else (1, scheme_sort_key(str(s))))
+
+
 def speedup_rows(rows: Sequence[dict], axes: Sequence[str], baseline: str,
                  metric: str = TIME_PER_ITERATION, series: str = "scheme") -> list[dict]:
     """Paired speedups: each ok row divided into the baseline row with the same values of
@@ -98,15 +123,17 @@ def speedup_rows(rows: Sequence[dict], axes: Sequence[str], baseline: str,
     return out
 
 
-def series_stats(rows: Sequence[dict], x: str, y: str, series: str = "scheme"):
-    """{series value: (xs, means, 95% half-widths)} over repetitions, xs sorted."""
+def series_stats(rows: Sequence[dict], x: str, y: str, series: str = "scheme",
+                 styles: dict | None = None):
+    """{series value: (xs, means, 95% half-widths)} over repetitions, xs sorted; series in
+    the styles' order (without styles, by scheme order)."""
     acc: dict = defaultdict(lambda: defaultdict(list))
     for r in _ok(rows):
         xv, yv = _num(r.get(x)), _num(r.get(y))
         if xv == xv and yv == yv:
             acc[r.get(series)][xv].append(yv)
     out = {}
-    for s in sorted(acc, key=lambda s: scheme_sort_key(str(s))):
+    for s in _ordered(acc, styles):
         xs = sorted(acc[s])
         stats = [mean_ci(acc[s][v]) for v in xs]
         out[s] = (np.array(xs), np.array([m for m, _ in stats]), np.array([c for _, c in stats]))
@@ -132,23 +159,25 @@ def dodge(xs: np.ndarray, k: int, n: int, log: bool, span: float) -> np.ndarray:
     return xs * 1.025 ** off if log else xs + 0.01 * span * off
 
 
-def _lines(ax, stats: dict, log_x: bool = False) -> None:
+def _lines(ax, stats: dict, log_x: bool = False, styles: dict | None = None) -> None:
     allx = [x for xs, _, _ in stats.values() for x in xs]
     span = (max(allx) - min(allx)) if allx else 0.0
     for k, (s, (xs, m, ci)) in enumerate(stats.items()):
-        st = scheme_style(str(s))
+        st = style_of(styles, s)
         ax.errorbar(dodge(xs, k, len(stats), log_x, span), m, yerr=ci, color=st["color"],
-                     marker=st["marker"], label=st["label"])
+                    marker=st["marker"], label=st["label"], linestyle=st["linestyle"])
     _integer_ticks(ax, allx)
 
 
 def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", title: str | None = None,
-               xlabel: str | None = None, ylabel: str | None = None, log_x: bool = False):
-    """A line per scheme of metric y against axis x (mean and 95% interval over repetitions)."""
+               xlabel: str | None = None, ylabel: str | None = None, log_x: bool = False,
+               styles: dict | None = None):
+    """A line per series of metric y against axis x (mean and 95% interval over repetitions)."""
+    styles = _styles(rows, series, styles)
     with paper_style():
         fig, ax = new_figure()
-        stats = series_stats(rows, x, y, series)
-        _lines(ax, stats, log_x)
+        stats = series_stats(rows, x, y, series, styles)
+        _lines(ax, stats, log_x, styles)
         ax.set_xlabel(xlabel or label(x))
         ax.set_ylabel(ylabel or label(y))
         ax.set_ylim(bottom=0)           # times, rates and bytes: intervals below 0 say nothing
@@ -161,18 +190,20 @@ def fig_metric(rows: Sequence[dict], x: str, y: str, *, series: str = "scheme", 
 
 def fig_speedup(rows: Sequence[dict], axes: Sequence[str], x: str, baseline: str, *,
                 metric: str = TIME_PER_ITERATION, series: str = "scheme", title: str | None = None,
-                xlabel: str | None = None, log_x: bool = False, include_baseline: bool = False):
-    """Speedup over `baseline` (its time per iteration, or to accuracy, over the scheme's) vs
-    axis x, a line per scheme, paired by repetition, mean and 95% interval."""
+                xlabel: str | None = None, log_x: bool = False, include_baseline: bool = False,
+                styles: dict | None = None):
+    """Speedup over `baseline` (its time per iteration, or to accuracy, over the series') vs
+    axis x, a line per series (scheme or label), paired by repetition, mean and 95% interval."""
+    styles = _styles(rows, series, styles)
     sp = [r for r in speedup_rows(rows, axes, baseline, metric, series)
           if include_baseline or r.get(series) != baseline]
     what = "time to accuracy" if metric.startswith("time_to_accuracy") else "time per iteration"
-    base_label = scheme_style(baseline)["label"]
+    base_label = style_of(styles, baseline)["label"]
     with paper_style():
         fig, ax = new_figure()
         ax.axhline(1.0, color="#777777", linestyle="--", linewidth=0.8, label=f"{base_label} (baseline)")
-        stats = series_stats(sp, x, "speedup", series)
-        _lines(ax, stats, log_x)
+        stats = series_stats(sp, x, "speedup", series, styles)
+        _lines(ax, stats, log_x, styles)
         ax.set_xlabel(xlabel or label(x))
         ax.set_ylabel(f"Speedup over {base_label}")
         ax.set_ylim(bottom=0)           # an interval below 0 says nothing a speedup can be
@@ -183,26 +214,29 @@ def fig_speedup(rows: Sequence[dict], axes: Sequence[str], x: str, baseline: str
     return fig
 
 
-def fig_wan_bytes(rows: Sequence[dict], x: str | None = None, *, title: str | None = None):
-    """WAN bytes per iteration (MB) by scheme: bars with 95% intervals; grouped by x when
+def fig_wan_bytes(rows: Sequence[dict], x: str | None = None, *, series: str = "scheme",
+                  title: str | None = None, styles: dict | None = None):
+    """WAN bytes per iteration (MB) by series: bars with 95% intervals; grouped by x when
     given (one group per value of x)."""
+    styles = _styles(rows, series, styles)
     rows = [r for r in _ok(rows) if _num(r.get("wan_bytes_per_iteration")) == _num(r.get("wan_bytes_per_iteration"))]
-    schemes = sorted({r.get("scheme") for r in rows}, key=lambda s: scheme_sort_key(str(s)))
+    schemes = _ordered({r.get(series) for r in rows}, styles)
     xs = sorted({_num(r.get(x)) for r in rows}) if x else [None]
     width = 0.8 / max(1, len(schemes))
     with paper_style():
         fig, ax = new_figure()
         for k, s in enumerate(schemes):
-            st = scheme_style(str(s))
+            st = style_of(styles, s)
             ms, cis = [], []
             for xv in xs:
                 vals = [_num(r["wan_bytes_per_iteration"]) / 1e6 for r in rows
-                        if r.get("scheme") == s and (x is None or _num(r.get(x)) == xv)]
+                        if r.get(series) == s and (x is None or _num(r.get(x)) == xv)]
                 m, c = mean_ci(vals)
                 ms.append(m)
                 cis.append(c)
             pos = np.arange(len(xs)) + (k - (len(schemes) - 1) / 2) * width
             ax.bar(pos, ms, width * 0.9, yerr=cis, color=st["color"], label=st["label"],
+                   hatch=st["hatch"], edgecolor="white" if st["hatch"] else None,
                    error_kw={"elinewidth": 0.8})
         ax.set_xticks(np.arange(len(xs)) if x else [])
         if x:
@@ -221,25 +255,27 @@ def category_key(v) -> str:
 
 def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequence,
              labels: Sequence[str], *, y: str = TIME_PER_ITERATION, baseline: str | None = None,
-             series: str = "scheme", title: str | None = None, xlabel: str | None = None):
+             series: str = "scheme", title: str | None = None, xlabel: str | None = None,
+             styles: dict | None = None):
     """Grouped bars for a categorical axis x (e.g. static vs dynamic WAN): one group per
-    value in `categories` (labelled `labels`), a bar per scheme, mean and 95% interval over
+    value in `categories` (labelled `labels`), a bar per series, mean and 95% interval over
     repetitions; with `baseline`, the speedup over it paired by repetition (as fig_speedup)."""
+    styles = _styles(rows, series, styles)
     if baseline:
         rows = [r for r in speedup_rows(rows, axes, baseline, y, series) if r.get(series) != baseline]
         col = "speedup"
     else:
         rows, col = _ok(rows), y
     keys = [category_key(c) for c in categories]
-    schemes = sorted({r.get(series) for r in rows}, key=lambda s: scheme_sort_key(str(s)))
+    schemes = _ordered({r.get(series) for r in rows}, styles)
     width = 0.8 / max(1, len(schemes))
     with paper_style():
         fig, ax = new_figure()
         if baseline:
             ax.axhline(1.0, color="#777777", linestyle="--", linewidth=0.8,
-                       label=f"{scheme_style(baseline)['label']} (baseline)")
+                       label=f"{style_of(styles, baseline)['label']} (baseline)")
         for k, s in enumerate(schemes):
-            st = scheme_style(str(s))
+            st = style_of(styles, s)
             ms, cis = [], []
             for key in keys:
                 vals = [_num(r.get(col)) for r in rows
@@ -249,12 +285,13 @@ def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequ
                 cis.append(c)
             pos = np.arange(len(keys)) + (k - (len(schemes) - 1) / 2) * width
             ax.bar(pos, ms, width * 0.9, yerr=cis, color=st["color"], label=st["label"],
+                   hatch=st["hatch"], edgecolor="white" if st["hatch"] else None,
                    error_kw={"elinewidth": 0.8})
         ax.set_xticks(np.arange(len(keys)))
         ax.set_xticklabels(list(labels))
         ax.set_xlabel(xlabel or "")
         if baseline:
-            ax.set_ylabel(f"Speedup over {scheme_style(baseline)['label']}")
+            ax.set_ylabel(f"Speedup over {style_of(styles, baseline)['label']}")
             ax.set_ylim(bottom=0)
         else:
             ax.set_ylabel(label(y))
@@ -265,15 +302,16 @@ def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequ
 
 
 def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *,
-                 title: str | None = None):
+                 series: str = "scheme", title: str | None = None, styles: dict | None = None):
     """Measured iteration time against the model's (model output), one marker per point
-    (mean and 95% interval over its repetitions), a marker style per scheme; the diagonal
+    (mean and 95% interval over its repetitions), a marker style per series; the diagonal
     is measured = model, the grey wedge the fidelity band."""
+    styles = _styles(rows, series, styles)
     rows = [r for r in _ok(rows) if _num(r.get("model_iteration_time_s")) > 0
             and _num(r.get(TIME_PER_ITERATION)) == _num(r.get(TIME_PER_ITERATION))]
     groups: dict = defaultdict(list)
     for r in rows:
-        groups[(r.get("scheme"), _num(r["model_iteration_time_s"]))].append(_num(r[TIME_PER_ITERATION]))
+        groups[(r.get(series), _num(r["model_iteration_time_s"]))].append(_num(r[TIME_PER_ITERATION]))
     with paper_style():
         fig, ax = new_figure()
         top = max([m for _, m in groups] + [max(v) for v in groups.values()] + [1e-3]) * 1.1
@@ -282,8 +320,9 @@ def fig_fidelity(rows: Sequence[dict], band: tuple[float, float] = (0.9, 1.2), *
                         linewidth=0, label=f"band {band[0]:g}-{band[1]:g}")
         ax.plot(line, line, "k--", linewidth=0.8)
         seen = set()
-        for (s, model), vals in sorted(groups.items(), key=lambda kv: scheme_sort_key(str(kv[0][0]))):
-            st = scheme_style(str(s))
+        order = _ordered({s for s, _ in groups}, styles)
+        for (s, model), vals in sorted(groups.items(), key=lambda kv: order.index(kv[0][0])):
+            st = style_of(styles, s)
             m, c = mean_ci(vals)
             ax.errorbar([model], [m], yerr=[c], fmt=st["marker"], color=st["color"],
                         label=None if s in seen else st["label"], markersize=4, elinewidth=0.8)
@@ -321,10 +360,10 @@ def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
                      title: str | None = None, dilation: float | None = None,
                      bandwidth_label: str = "WAN bandwidth (bottleneck)",
                      model: Sequence[tuple[str, np.ndarray, np.ndarray]] = (),
-                     disturbances=None):
-    """Job goodput over time, a line per scheme (t, Mbps), with the WAN capacity as a grey
+                     disturbances=None, styles: dict | None = None):
+    """Job goodput over time, a line per series (t, Mbps), with the WAN capacity as a grey
     step area behind it; `model`: the model's job goodput per bandwidth-schedule step,
-    (scheme, t, Mbps) step points, dashed in the scheme's color (one legend entry, "model");
+    (series, t, Mbps) step points, dashed in the series' color (one legend entry, "model");
     `disturbances`: background traffic and failures (draw_disturbances)."""
     with paper_style():
         fig, ax = new_figure()
@@ -334,13 +373,13 @@ def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
             ax.fill_between(t, m, step="post", color=BANDWIDTH_COLOR, alpha=0.6, linewidth=0,
                             label=bandwidth_label, zorder=0)
         for scheme, t, mbps in series:
-            st = scheme_style(scheme)
-            ax.plot(t, mbps, color=st["color"], label=st["label"], zorder=2)
+            st = style_of(styles, scheme)
+            ax.plot(t, mbps, color=st["color"], label=st["label"], linestyle=st["linestyle"], zorder=2)
         labelled = False
         for scheme, t, mbps in model:
             if not len(t):
                 continue
-            ax.step(t, mbps, where="post", color=scheme_style(scheme)["color"], linestyle="--",
+            ax.step(t, mbps, where="post", color=style_of(styles, scheme)["color"], linestyle="--",
                     linewidth=0.9, label=None if labelled else "model", zorder=1)
             labelled = True
         ax.set_xlabel("Time (s)")
@@ -352,45 +391,59 @@ def fig_goodput_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]],
 
 
 def fig_cdf(groups: Sequence[tuple[str, str, Sequence[float]]], *, title: str | None = None,
-            xlabel: str = "Iteration time (s)", dilation: float | None = None):
-    """Empirical CDFs: (scheme, condition, values); the scheme sets the color, the
-    condition the line style (first condition solid, then dashed, dotted). With several
-    conditions the legend lists schemes (colors) and conditions (styles) separately."""
+            xlabel: str = "Iteration time (s)", dilation: float | None = None,
+            styles: dict | None = None):
+    """Empirical CDFs: (series, condition, values); the series sets the color (and, for a
+    scheme's further labelled series, the line style, or with several conditions markers),
+    the condition the line style (first condition solid, then dashed, dotted). With several
+    conditions the legend lists series (colors) and conditions (styles) separately."""
     from matplotlib.lines import Line2D
-    styles = ["-", "--", ":", "-."]
+    cond_styles = ["-", "--", ":", "-."]
     conds: list[str] = []
-    schemes: list[str] = []
+    names: list[str] = []
+    several = len({cond for _, cond, _ in groups}) > 1
+
+    def marked(st: dict) -> bool:
+        """A scheme's further series among several conditions: its marker tells it apart
+        (the line style is the condition's)."""
+        return several and st["linestyle"] != "-"
+
     with paper_style():
         fig, ax = new_figure()
-        for scheme, cond, values in groups:
+        for name, cond, values in groups:
             if cond not in conds:
                 conds.append(cond)
-            if scheme not in schemes:
-                schemes.append(scheme)
+            if name not in names:
+                names.append(name)
             x, f = cdf_points(values)
-            st = scheme_style(scheme)
+            st = style_of(styles, name)
             lab = st["label"] + (f", {cond}" if cond else "")
-            ax.step(x, f, where="post", color=st["color"], linestyle=styles[conds.index(cond) % 4], label=lab)
+            ax.step(x, f, where="post", color=st["color"], label=lab,
+                    linestyle=cond_styles[conds.index(cond) % 4] if several else st["linestyle"],
+                    marker=st["marker"] if marked(st) else None, markevery=max(1, len(x) // 6))
         ax.set_xlabel(xlabel)
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.02)
         handles = labels = None
         if len(conds) > 1:
-            handles = [Line2D([], [], color=scheme_style(s)["color"]) for s in schemes] + \
-                [Line2D([], [], color="#444444", linestyle=styles[i % 4]) for i in range(len(conds))]
-            labels = [scheme_style(s)["label"] for s in schemes] + conds
+            sts = [style_of(styles, n) for n in names]
+            handles = [Line2D([], [], color=st["color"], marker=st["marker"] if marked(st) else None)
+                       for st in sts] + \
+                [Line2D([], [], color="#444444", linestyle=cond_styles[i % 4]) for i in range(len(conds))]
+            labels = [st["label"] for st in sts] + conds
         legend_above(ax, title or "CDF of iteration time", handles, labels)
         note_dilation(ax, dilation)
     return fig
 
 
 def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, target: float | None = None,
-                      title: str | None = None, dilation: float | None = None, disturbances=None):
-    """Accuracy vs wall-clock time (real-world s), a line per scheme; the target dotted;
+                      title: str | None = None, dilation: float | None = None, disturbances=None,
+                      styles: dict | None = None):
+    """Accuracy vs wall-clock time (real-world s), a line per series; the target dotted;
     `disturbances`: background traffic and failures (draw_disturbances).
     A series may carry a fourth element, a condition (e.g. the training mode) that tells
-    runs of one scheme apart: it sets the line style and joins the label."""
-    styles = ["-", "--", ":", "-."]
+    runs of one series apart: it sets the line style and joins the label."""
+    cond_styles = ["-", "--", ":", "-."]
     conds: list[str] = []
     with paper_style():
         fig, ax = new_figure()
@@ -399,9 +452,9 @@ def fig_accuracy_time(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, t
             cond = cond[0] if cond else ""
             if cond not in conds:
                 conds.append(cond)
-            st = scheme_style(scheme)
+            st = style_of(styles, scheme)
             ax.plot(t, acc, color=st["color"], marker=st["marker"], markevery=max(1, len(t) // 8),
-                    linestyle=styles[conds.index(cond) % len(styles)],
+                    linestyle=cond_styles[conds.index(cond) % len(cond_styles)] if cond else st["linestyle"],
                     label=st["label"] + (f", {cond}" if cond else ""))
         if target is not None:
             ax.axhline(target, color="#777777", linestyle=":", linewidth=0.8, label=f"target {target:g}")

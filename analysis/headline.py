@@ -1,4 +1,4 @@
-"""The headline of a sweep in the terminal: per scheme (and setting), time per iteration,
+"""The headline of a sweep in the terminal: per series (scheme or label) and setting, time per iteration,
 speedup over the baseline, WAN bytes, each with its 95 % interval over repetitions.
 
 The same numbers as report.md's "Numbers" table (analysis/report.SweepReport), only the
@@ -13,20 +13,21 @@ from analysis import figures as F
 from analysis.measure import TIME_PER_ITERATION
 from analysis.metrics import mean_ci
 from analysis.report import SweepReport
+from analysis.series import SERIES
 
 COLUMNS = (("time per iteration (s)", TIME_PER_ITERATION, 1.0),
            ("WAN MB per iteration", "wan_bytes_per_iteration", 1e-6))
 
 
 def headline_rows(folder: Path) -> tuple[str | None, list[dict]]:
-    """(baseline scheme, one dict per setting): the setting's axis values, runs ok/total,
+    """(baseline series, one dict per setting): the setting's axis values, runs ok/total,
     (mean, half-width of the 95 % interval) of each column and of the paired speedup."""
     rep = SweepReport(Path(folder))
     base = rep.baseline()
     axes = rep.axes
     speedups: dict[tuple, list[float]] = {}
-    if base and len(rep.schemes) > 1:
-        for r in F.speedup_rows(rep.ok, rep.pair_axes(), base):
+    if base and len(rep.series) > 1:
+        for r in F.speedup_rows(rep.ok, rep.pair_axes(), base, series=SERIES):
             speedups.setdefault(_key(r, axes), []).append(r["speedup"])
     groups: dict[tuple, list[dict]] = {}
     for r in rep.rows:
@@ -39,7 +40,7 @@ def headline_rows(folder: Path) -> tuple[str | None, list[dict]]:
         for name, col, scale in COLUMNS:
             m, ci = mean_ci([F._num(r.get(col)) for r in ok])
             line[name] = (m * scale, ci * scale)
-        if rows[0].get("scheme") == base:
+        if rows[0][SERIES] == base:
             line["speedup"] = (1.0, 0.0)
         else:
             line["speedup"] = mean_ci(speedups.get(key, []))

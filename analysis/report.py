@@ -2,12 +2,13 @@
 
 RESULTS is a sweep folder (table.csv, points/), one run's folder (summary.json), or a
 folder of runs (results/<scenario>/); given a folder that is none of them, `gdml plot`
-draws the one such folder below it (analysis/locate.py). Figures go to RESULTS/figures/<name>.<format>;
+draws the one such folder below it (analysis/locate.py). A sweep's figures and tables draw a series per
+scheme, or per label when the sweep names its zipped rows (analysis/series.py). Figures go to RESULTS/figures/<name>.<format>;
 report.md next to them shows the PNGs and the numbers behind them. A sweep file's
 `figures:` list chooses the figures (kinds in testbed/sweep_model.FIGURE_KINDS); without
 it the report picks them from the sweep's axes:
   every numeric axis x other than scheme   speedup vs x (baseline ps, else the first
-                                           scheme) and iteration time vs x
+                                           series) and iteration time vs x
   an axis of lists (e.g. datacenters)      scaling: the same vs number of workers/datacenters
   always                                   WAN bytes per iteration by scheme, goodput over
                                            time (first value of every axis, repetition 0),
@@ -32,7 +33,9 @@ from analysis import figures as F
 from analysis.locate import locate, not_results, results_kind
 from analysis.measure import TIME_PER_ITERATION
 from analysis.rundata import RunData, is_run_dir
-from analysis.style import save, scheme_sort_key, scheme_style
+from analysis.series import SERIES, series_schemes, with_series
+from analysis.style import save, scheme_sort_key, series_styles
+from testbed.sweep_model import LABEL_AXIS
 
 SUMMARY_METRICS = (TIME_PER_ITERATION, "iteration_time_mean_s", "iteration_time_p99_s", "comm_time_mean_s",
                    "goodput_mbps", "wan_bytes_per_iteration", "time_to_accuracy_s")
@@ -106,21 +109,34 @@ def x_column(rows: list[dict], axis: str) -> str | None:
 class SweepReport:
     def __init__(self, folder: Path):
         self.folder = folder
-        self.rows = load_table(folder / "table.csv")
+        self.rows = with_series(load_table(folder / "table.csv"))
         self.spec = load_sweep_spec(folder)
         self.axes = list((self.spec.get("axes") or {}).keys()) or \
             [c for c in self.rows[0] if c == "scheme"] if self.rows else []
         self.ok = [r for r in self.rows if r.get("status") == "ok"]
-        self.schemes = sorted({r.get("scheme") for r in self.ok}, key=lambda s: scheme_sort_key(str(s)))
+        # one style per series from every row (failed points too), so that every figure
+        # draws a series alike; the series' order is the styles' (schemes, then the file's)
+        self.styles = series_styles(series_schemes(self.rows))
+        ok_series = {r[SERIES] for r in self.ok}
+        self.series = [s for s in self.styles if s in ok_series]
         self._runs: dict[str, RunData] = {}
+
+    @property
+    def per(self) -> str:
+        """What a series is in this sweep's captions: a label, or a scheme."""
+        return "label" if LABEL_AXIS in self.axes else "scheme"
+
+    def series_label(self, name: str) -> str:
+        """A series' legend label (a scheme's pretty name, or the label itself)."""
+        return F.style_of(self.styles, name)["label"]
 
     def baseline(self, wanted: str | None = None) -> str | None:
         if wanted:
             return wanted
         named = next((f.get("baseline") for f in (self.spec.get("figures") or []) if f.get("baseline")), None)
-        if named in self.schemes:    # the sweep file's own choice, for the table too
+        if named in self.series:    # the sweep file's own choice, for the table too
             return named
-        return "ps" if "ps" in self.schemes else (self.schemes[0] if self.schemes else None)
+        return "ps" if "ps" in self.series else (self.series[0] if self.series else None)
 
     def run(self, row: dict) -> RunData | None:
         rd = row.get("run_dir")
@@ -135,30 +151,31 @@ class SweepReport:
         return self._runs[rd]
 
     def representative(self, fixed: dict | None = None) -> list[dict]:
-        """One ok row per scheme: repetition 0 and, for every other axis (but those zipped
-        with the scheme), its first value (or the value in `fixed`)."""
+        """One ok row per series: repetition 0 and, for every other axis (but those zipped
+        with the scheme or label), its first value (or the value in `fixed`)."""
         fixed = dict(fixed or {})
         for a in self.pair_axes():           # axes zipped with the scheme follow it
             if a not in fixed:
                 first = next((r.get(a) for r in self.rows if r.get(a) is not None), None)
                 fixed[a] = first
         out = []
-        for s in self.schemes:
+        for s in self.series:
             for r in self.ok:
-                if r.get("scheme") == s and r.get("repetition") == 0 and \
+                if r[SERIES] == s and r.get("repetition") == 0 and \
                         all(r.get(a) == v for a, v in fixed.items()):
                     out.append(r)
                     break
         return out
 
     def pair_axes(self) -> list[str]:
-        """The axes a speedup pairs rows on: every axis but the scheme and those zipped with
-        it (zip mode, scheme not crossed: e.g. per-scheme scheme_options), which belong to
-        the scheme and so differ between the scheme and its baseline by design."""
-        zipped = self.spec.get("mode") == "zip" and "scheme" in self.axes and \
-            "scheme" not in (self.spec.get("cross") or [])
+        """The axes a speedup pairs rows on: every axis but the scheme, the label and those
+        zipped with them (zip mode, scheme or label not crossed: e.g. per-scheme
+        scheme_options), which belong to the series and so differ between a series and its
+        baseline by design."""
         cross = set(self.spec.get("cross") or [])
-        return [a for a in self.axes if a != "scheme" and not (zipped and a not in cross)]
+        zipped = self.spec.get("mode") == "zip" and \
+            any(a in self.axes and a not in cross for a in ("scheme", LABEL_AXIS))
+        return [a for a in self.axes if a not in ("scheme", LABEL_AXIS) and not (zipped and a not in cross)]
 
     def dilation(self) -> float | None:
         return F._dilation(self.ok)
@@ -171,13 +188,13 @@ class SweepReport:
     def default_specs(self) -> list[dict]:
         specs = []
         for a in self.axes:
-            if a == "scheme":
+            if a in ("scheme", LABEL_AXIS):
                 continue
             x = x_column(self.ok, a)
             if x is None:
                 continue
             kind = "scaling" if x in ("n_workers", "n_datacenters") else "speedup"
-            if len(self.schemes) > 1:
+            if len(self.series) > 1:
                 specs.append({"kind": kind, "x": a})
             specs.append({"kind": "metric", "x": a, "y": TIME_PER_ITERATION})
         specs += [{"kind": "wan_bytes"}, {"kind": "fidelity"}, {"kind": "goodput_time"}, {"kind": "cdf"},
@@ -209,22 +226,24 @@ class SweepReport:
                 if not any(F._num(r.get(y)) == F._num(r.get(y)) for r in ok):
                     return None
                 name = f"{y}_vs_{_slug(x)}"
-                return FigureJob(name, f"{F.label(y)} against {F.label(x)}, a line per scheme "
+                return FigureJob(name, f"{F.label(y)} against {F.label(x)}, a line per {self.per} "
                                  f"(mean and 95% interval over repetitions).",
                                  lambda: F.fig_metric(ok, x, y, log_x=spec.get("log_x", False),
-                                                      title=spec.get("title")))
+                                                      title=spec.get("title"), series=SERIES,
+                                                      styles=self.styles))
             base = self.baseline(spec.get("baseline"))
             metric = spec.get("metric", TIME_PER_ITERATION)
-            if base is None or len(self.schemes) < 2:
+            if base is None or len(self.series) < 2:
                 return None
             # pair on the axes, with list-valued axes standing for their derived column
             pair_axes = self.pair_axes()
             name = f"speedup_vs_{_slug(x)}" if kind == "speedup" else f"scaling_{_slug(x)}"
-            return FigureJob(name, f"Speedup over {scheme_style(base)['label']} in "
+            return FigureJob(name, f"Speedup over {self.series_label(base)} in "
                              f"{'time to accuracy' if metric.startswith('time_to') else 'time per iteration'} "
                              f"against {F.label(x)}, paired by repetition (mean and 95% interval).",
                              lambda: F.fig_speedup(ok, pair_axes, x, base, metric=metric,
-                                                   log_x=spec.get("log_x", False), title=spec.get("title")))
+                                                   log_x=spec.get("log_x", False), title=spec.get("title"),
+                                                   series=SERIES, styles=self.styles))
         if kind == "bars":
             return self._bars_job(spec, ok)
         if kind == "wan_bytes":
@@ -233,18 +252,21 @@ class SweepReport:
                 return None
             x = spec.get("x")
             return FigureJob("wan_bytes_per_iteration", "Bytes sent onto the WAN per training iteration, "
-                             "by scheme (mean and 95% interval over all points).",
-                             lambda: F.fig_wan_bytes(ok, x, title=spec.get("title")))
+                             f"by {self.per} (mean and 95% interval over all points).",
+                             lambda: F.fig_wan_bytes(ok, x, series=SERIES,
+                                                     title=spec.get("title") or f"WAN bytes per iteration by {self.per}",
+                                                     styles=self.styles))
         if kind == "fidelity":
             if not any(F._num(r.get("model_iteration_time_s")) > 0 for r in ok):
                 return None
             return FigureJob("measured_vs_model", "Measured time per iteration against the model's "
                              "prediction (model output, docs/model.md), one marker per point (mean "
                              "and 95% interval over repetitions); dashed: measured = model; grey: "
-                             "the fidelity band.", lambda: F.fig_fidelity(ok, title=spec.get("title")))
+                             "the fidelity band.", lambda: F.fig_fidelity(ok, title=spec.get("title"),
+                                                                          series=SERIES, styles=self.styles))
         if kind == "goodput_time":
             reps = self.representative(spec.get("at"))
-            runs = [(r["scheme"], self.run(r)) for r in reps]
+            runs = [(r[SERIES], self.run(r)) for r in reps]
             runs = [(s, rd) for s, rd in runs if rd is not None and rd.records]
             if not runs:
                 return None
@@ -254,24 +276,24 @@ class SweepReport:
                 bw = _bottleneck(runs[0][1], _longest(rd for _, rd in runs))
                 return F.fig_goodput_time(series, bw, dilation=self.dilation(), title=spec.get("title"),
                                           model=[(s, *rd.model_goodput_series()) for s, rd in runs],
-                                          disturbances=runs[0][1].disturbances())
-            return FigureJob("goodput_over_time", "Job goodput over time, one run per scheme "
-                             f"({_setting(reps[0], self.axes)}), with the WAN bottleneck bandwidth "
+                                          disturbances=runs[0][1].disturbances(), styles=self.styles)
+            return FigureJob("goodput_over_time", f"Job goodput over time, one run per {self.per} "
+                             f"({_setting(reps[0], self.pair_axes())}), with the WAN bottleneck bandwidth "
                              "behind it." + tracking_section(runs, self.dilation()), make)
         if kind == "cdf":
             return self._cdf_job(spec)
         if kind == "accuracy_time":
             reps = self.representative(spec.get("at"))
-            runs = [(r["scheme"], self.run(r)) for r in reps]
+            runs = [(r[SERIES], self.run(r)) for r in reps]
             series = [(s, *rd.accuracy_series()) for s, rd in runs if rd is not None]
             series = [s for s in series if len(s[1])]
             if not series:
                 return None
             target = self.spec.get("target_accuracy")
             return FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time, one run per "
-                             f"scheme ({_setting(reps[0], self.axes)}).",
+                             f"{self.per} ({_setting(reps[0], self.pair_axes())}).",
                              lambda: F.fig_accuracy_time(series, target=target, dilation=self.dilation(),
-                                                         title=spec.get("title")))
+                                                         title=spec.get("title"), styles=self.styles))
         return None
 
     def _bars_job(self, spec: dict, ok: list[dict]) -> FigureJob | None:
@@ -285,12 +307,13 @@ class SweepReport:
         base = self.baseline(spec.get("baseline")) if spec.get("baseline") else None
         y = spec.get("y", TIME_PER_ITERATION)
         pair_axes = self.pair_axes()
-        what = f"speedup over {scheme_style(base)['label']} in {F.label(y).lower()}" if base else F.label(y)
+        what = f"speedup over {self.series_label(base)} in {F.label(y).lower()}" if base else F.label(y)
         name = f"{'speedup' if base else _slug(y)}_by_{_slug(x)}"
-        return FigureJob(name, f"{what[:1].upper() + what[1:]} by {', '.join(labels)}, a bar per scheme "
+        return FigureJob(name, f"{what[:1].upper() + what[1:]} by {', '.join(labels)}, a bar per {self.per} "
                          f"(mean and 95% interval over repetitions{', paired by repetition' if base else ''}).",
                          lambda: F.fig_bars(ok, pair_axes, x, cats, labels, y=y, baseline=base,
-                                            title=spec.get("title"), xlabel=spec.get("xlabel")))
+                                            title=spec.get("title"), xlabel=spec.get("xlabel"),
+                                            series=SERIES, styles=self.styles))
 
     def _cdf_job(self, spec: dict) -> FigureJob | None:
         split = spec.get("split") or next((a for a in self.axes if a.startswith("stragglers")), None)
@@ -307,20 +330,21 @@ class SweepReport:
                 for r in self.representative({split: v}):
                     rd = self.run(r)
                     if rd is not None:
-                        groups.append((r["scheme"], cond, rd.iteration_times_s()))
-            caption = (f"CDF of iteration time per scheme, without and with stragglers "
+                        groups.append((r[SERIES], cond, rd.iteration_times_s()))
+            caption = (f"CDF of iteration time per {self.per}, without and with stragglers "
                        f"({F.label(split).lower()} {lo:g} vs {hi:g}).")
         else:
             for r in self.representative():
                 rd = self.run(r)
                 if rd is not None:
-                    groups.append((r["scheme"], "", rd.iteration_times_s()))
-            caption = f"CDF of iteration time per scheme ({_setting(self.representative()[0], self.axes)})."
+                    groups.append((r[SERIES], "", rd.iteration_times_s()))
+            caption = f"CDF of iteration time per {self.per} ({_setting(self.representative()[0], self.pair_axes())})."
         groups = [g for g in groups if len(g[2])]
         if not groups:
             return None
         return FigureJob("iteration_time_cdf", caption,
-                         lambda: F.fig_cdf(groups, dilation=self.dilation(), title=spec.get("title")))
+                         lambda: F.fig_cdf(groups, dilation=self.dilation(), title=spec.get("title"),
+                                           styles=self.styles))
 
     # ------------------------------------------------------------ the numbers
     def summary_table(self) -> str:
@@ -329,8 +353,8 @@ class SweepReport:
         axes = self.axes
         base = self.baseline()
         sp = {}
-        if base and len(self.schemes) > 1:
-            for r in F.speedup_rows(self.ok, self.pair_axes(), base):
+        if base and len(self.series) > 1:
+            for r in F.speedup_rows(self.ok, self.pair_axes(), base, series=SERIES):
                 sp.setdefault(tuple(json.dumps(r.get(a)) for a in axes), []).append(r["speedup"])
         groups: dict[tuple, list[dict]] = {}
         for r in self.rows:
@@ -398,7 +422,8 @@ def _fmt_axis(v) -> str:
 
 
 def _setting(row: dict, axes: list[str]) -> str:
-    parts = [f"{_short_axis(a).split(' (')[0].lower()} {_fmt_axis(row.get(a))}" for a in axes if a != "scheme"]
+    """The row's values of `axes` (the pair axes: those of its series are the series')."""
+    parts = [f"{_short_axis(a).split(' (')[0].lower()} {_fmt_axis(row.get(a))}" for a in axes]
     return ", ".join(parts) or "the only setting"
 
 

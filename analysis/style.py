@@ -63,6 +63,43 @@ def scheme_sort_key(scheme: str):
     return (SCHEME_ORDER.index(scheme) if scheme in SCHEME_ORDER else len(SCHEME_ORDER), scheme)
 
 
+# a scheme's further series (labelled variants, analysis/series.py) keep its color and take
+# these in turn: a marker other than the scheme's, a line style, a bar hatch
+_VARIANT_MARKERS = ["s", "^", "D", "v", "P", "X", "h", "*", "o", "p"]
+_VARIANT_LINESTYLES = ["--", ":", "-."]
+_VARIANT_HATCHES = ["//", "..", "xx", "\\\\"]
+
+
+def series_styles(pairs) -> dict[str, dict]:
+    """Style of every series, in display order (schemes in SCHEME_ORDER, a scheme's series
+    in the order given): pairs (series name, its scheme), e.g. from a sweep's table.
+    A scheme's first series (the one named as the scheme, if any) looks like the scheme
+    (solid, no hatch); its others keep the color and take the k-th variant marker, line
+    style and hatch, so the styles depend only on the sweep's series, not on which figure
+    draws them. The legend says the series name, or the scheme's label for the scheme itself."""
+    by_scheme: dict[str, list[str]] = {}
+    for name, scheme in pairs:
+        names = by_scheme.setdefault(scheme, [])
+        if name not in names and not any(name in v for v in by_scheme.values()):
+            names.append(name)
+    out: dict[str, dict] = {}
+    for scheme in sorted(by_scheme, key=scheme_sort_key):
+        names = by_scheme[scheme]
+        names = [n for n in names if n == scheme] + [n for n in names if n != scheme]
+        base = scheme_style(scheme)
+        markers = [m for m in _VARIANT_MARKERS if m != base["marker"]]
+        for k, name in enumerate(names):
+            st = dict(base, linestyle="-", hatch=None)
+            if name != scheme:
+                st["label"] = name
+            if k:
+                st.update(marker=markers[(k - 1) % len(markers)],
+                          linestyle=_VARIANT_LINESTYLES[(k - 1) % len(_VARIANT_LINESTYLES)],
+                          hatch=_VARIANT_HATCHES[(k - 1) % len(_VARIANT_HATCHES)])
+            out[name] = st
+    return out
+
+
 @contextmanager
 def paper_style():
     with plt.rc_context(RC):

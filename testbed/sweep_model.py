@@ -10,12 +10,19 @@ A sweep file is YAML:
       wan.default.bandwidth_mbps: [25, 50, 100, 200]
     mode: product                         # product (every combination) | zip (i-th with i-th)
     cross: [scheme]                       # zip mode only: axes crossed with the zipped rest
+                                          # (default: scheme, unless the axes have a label)
     repetitions: 3
     seeds: {policy: per-repetition, base: 1}   # or {policy: fixed[, base: N]}
     quick: {axes: {...}, repetitions: 1, set: [...]}   # what --quick changes
     figures: [{kind: speedup, x: wan.default.bandwidth_mbps, baseline: ps}, ...]
     target_accuracy: 0.8                  # time_to_accuracy_s in the table
     output: results                       # results/<name>[-quick]/
+
+A zipped axis `label` (mode zip only) names each zipped row's series, e.g. two variants of
+one scheme: `label: [inart, inart-sp]` beside `scheme: [inart, inart]` and their
+`scheme_options`. It is no scenario field: it is recorded with the point (params, the
+table's `label` column) and never applied as an override; analysis/report.py draws one
+series per label instead of per scheme, and a figure's `baseline` then names a label.
 
 Every problem of the file is collected and raised at once as one SweepError, one line per
 problem naming the file and the field, like ScenarioError (testbed/problems.py); the
@@ -34,12 +41,21 @@ import yaml
 from testbed.problems import FileProblems, Problem, yaml_problem
 
 SEED_POLICIES = ("fixed", "per-repetition")
+LABEL_AXIS = "label"          # names a zipped row's series; recorded, never a scenario override
 MODES = ("product", "zip")
 FIGURE_KINDS = ("speedup", "metric", "wan_bytes", "scaling", "cdf", "goodput_time", "accuracy_time",
                 "fidelity", "bars")
 KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "repetitions", "seeds", "quick",
               "figures", "output", "description", "target_accuracy", "warmup_iterations"}
 QUICK_KEYS = {"axes", "repetitions", "set"}
+
+
+LABEL_RULE = "letters, digits, '_', '.' and '-'"
+
+
+def _is_name(v) -> bool:
+    """The rule of sweep names and series labels: a non-empty string of LABEL_RULE."""
+    return isinstance(v, str) and v.replace("-", "").replace("_", "").replace(".", "").isalnum()
 
 
 class SweepError(FileProblems):
@@ -60,10 +76,10 @@ class Point:
         return f"p{self.index:04d}-r{self.repetition}"
 
     def overrides(self) -> list[str]:
-        """`--set` strings: the axis values (JSON is valid YAML flow syntax, so lists and
+        """`--set` strings: the axis values but the series label (JSON is valid YAML flow syntax, so lists and
         mappings pass unchanged), then the seed; repetitions are the sweep's, so each
         point is exactly one run."""
-        out = [f"{k}={json.dumps(v)}" for k, v in self.params.items()]
+        out = [f"{k}={json.dumps(v)}" for k, v in self.params.items() if k != LABEL_AXIS]
         return out + [f"seed={self.seed}", "repetitions=1"]
 
     def key(self) -> str:
@@ -172,9 +188,7 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
         found.need(key in raw, key, "required field is missing")
     name = raw.get("name")
     if "name" in raw:
-        found.need(isinstance(name, str) and
-                   name.replace("-", "").replace("_", "").replace(".", "").isalnum(),
-                   "name", f"use only letters, digits, '_', '.' and '-' (got {name!r})")
+        found.need(_is_name(name), "name", f"use only {LABEL_RULE} (got {name!r})")
     base = None
     if "base" in raw:
         base = Path(str(raw["base"]))
@@ -186,7 +200,9 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
     axes = _check_axes(raw["axes"], found, "axes") if "axes" in raw else None
     mode = raw.get("mode", "product")
     found.need(mode in MODES, "mode", f"must be one of {', '.join(MODES)} (got {mode!r})")
-    cross = raw.get("cross", [a for a in ("scheme",) if a in (axes or {})])
+    # a label names zipped rows that include the scheme: crossing the scheme by default
+    # would give one label to several schemes
+    cross = raw.get("cross", [a for a in ("scheme",) if a in (axes or {}) and LABEL_AXIS not in axes])
     if found.need(isinstance(cross, list), "cross", "must be a list of axis names") and axes is not None:
         for c in cross:
             found.need(c in axes, "cross", f"{c!r} is not an axis (axes: {', '.join(axes)})")
@@ -259,13 +275,65 @@ def apply_quick(sw: Sweep) -> Sweep:
 
 
 def _shape_problems(sw: Sweep) -> list[Problem]:
+    axes_field = "quick.axes" if sw.is_quick else "axes"
     if sw.mode == "zip":
         lens = {k: len(v) for k, v in sw.axes.items() if k not in sw.cross}
         if len(set(lens.values())) > 1:
-            return [Problem("quick.axes" if sw.is_quick else "axes",
+            rows = {n for k, n in lens.items() if k != LABEL_AXIS}
+            if LABEL_AXIS in lens and len(rows) == 1:
+                return [Problem(f"{axes_field}.{LABEL_AXIS}", f"needs one label per zipped row: got "
+                                f"{lens[LABEL_AXIS]} label(s) for {rows.pop()} rows of "
+                                f"{', '.join(k for k in lens if k != LABEL_AXIS)}")]
+            return [Problem(axes_field,
                             f"mode zip needs equal-length axes (got {lens}); use mode: product or "
                             f"list the axes to cross in `cross`")]
+    if LABEL_AXIS in sw.axes:
+        return label_problems(sw)
     return []
+
+
+def label_problems(sw: Sweep) -> list[Problem]:
+    """A label axis (equal lengths already checked): zip mode, not crossed, nor the scheme
+    crossed beside it (a label would then name several schemes' series); names by the
+    sweep name's rule, one per zipped row; a label named like another row's scheme, or a
+    figure's baseline that is no label, would draw a misleading series."""
+    quick_labels = sw.is_quick and LABEL_AXIS in (sw.quick.get("axes") or {})
+    where = f"{'quick.axes' if quick_labels else 'axes'}.{LABEL_AXIS}"
+    if sw.mode != "zip":
+        return [Problem(where, "a series label names a zipped row: use mode: zip (the label "
+                        "zipped with scheme and its scheme_options)")]
+    if LABEL_AXIS in sw.cross:
+        return [Problem("cross", f"{LABEL_AXIS!r} cannot be crossed: a label names one zipped row")]
+    if "scheme" in sw.cross:
+        return [Problem("cross", "'scheme' is crossed but a label names a zipped row: zip the "
+                        "scheme with the labels (remove it from cross)")]
+    if not [a for a in sw.axes if a not in sw.cross and a != LABEL_AXIS]:
+        return [Problem(where, "labels name the rows of the zipped axes, and no other axis is "
+                        "zipped: zip them with scheme (and scheme_options)")]
+    labels = sw.axes[LABEL_AXIS]
+    out = [Problem(f"{where}.{i}", f"use only {LABEL_RULE} (got {v!r})")
+           for i, v in enumerate(labels) if not _is_name(v)]
+    if out:
+        return out
+    seen: dict[str, int] = {}
+    for i, v in enumerate(labels):
+        if v in seen:
+            out.append(Problem(f"{where}.{i}", f"{v!r} already names row {seen[v]}: give every "
+                               f"zipped row its own label"))
+        seen.setdefault(v, i)
+    schemes = sw.axes.get("scheme")
+    if schemes is not None and len(schemes) == len(labels):
+        for i, (v, s) in enumerate(zip(labels, schemes)):
+            if v in schemes and v != s:
+                out.append(Problem(f"{where}.{i}", f"{v!r} is the name of a scheme of this sweep "
+                                   f"but its row runs {s!r}: name it after what it runs"))
+    for i, f in enumerate(sw.figures):
+        base = f.get("baseline") if isinstance(f, dict) else None
+        if base is not None and base not in labels:
+            out.append(Problem(f"figures.{i}.baseline", f"{base!r} is no label of the sweep"
+                               f"{' --quick' if sw.is_quick else ''}: with labels, the baseline "
+                               f"names one (labels: {', '.join(map(str, labels))})"))
+    return out
 
 
 def load_sweep(path, quick: bool = False) -> Sweep:

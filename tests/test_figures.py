@@ -244,11 +244,11 @@ def test_speedups_pair_across_per_scheme_options_of_a_zip_sweep(tmp_path):
     rep = Report.__new__(Report)
     rep.spec = yaml.safe_load((tmp_path / "sweep.yaml").read_text())
     rep.axes = list(rep.spec["axes"])
-    rep.schemes = ["mxnet-ps", "netstorm"]
+    rep.series = ["mxnet-ps", "netstorm"]
     assert rep.pair_axes() == ["wan.bandwidth_schedule"]
     assert rep.baseline() == "mxnet-ps"
-    rep.rows = rep.ok = [{"scheme": s, "repetition": 0, "scheme_options": o, "wan.bandwidth_schedule": w,
-                          "status": "ok"}
+    rep.rows = rep.ok = [{"scheme": s, "series": s, "repetition": 0, "scheme_options": o,
+                          "wan.bandwidth_schedule": w, "status": "ok"}
                          for s, o in (("mxnet-ps", {}), ("netstorm", {"block_values": 8}))
                          for w in (None, {"every_s": 2})]
     got = rep.representative({"wan.bandwidth_schedule": None})
