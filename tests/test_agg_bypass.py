@@ -204,13 +204,14 @@ def _run(trees, faults, kind="softswitch", length=8 * 32 + 5, iterations=2):
     return sim
 
 
+@pytest.mark.parametrize("kind", ["softswitch", "model"])
 @pytest.mark.parametrize("loss, dup, reorder_ms, seed", [
     (0.0, 0.0, 0.0, 1), (0.1, 0.0, 0.0, 2), (0.0, 0.2, 30.0, 3), (0.15, 0.1, 60.0, 4),
     (0.25, 0.2, 20.0, 5)])
 def test_exactly_once_sums_with_bypassed_slots_under_loss_duplication_and_reordering(
-        loss, dup, reorder_ms, seed):
+        kind, loss, dup, reorder_ms, seed):
     t = tree({"s1r1": 2})
-    sim = _run([t], Faults(loss, dup, reorder_ms, seed))
+    sim = _run([t], Faults(loss, dup, reorder_ms, seed), kind=kind)
     assert sim.switches["s1r1"].events[EV_BYPASS] > 0
     engine = sim.servers[SERVER][0]
     assert engine.events[EV["bad"]] == 0
@@ -417,3 +418,38 @@ def test_server_refuses_ranges_that_do_not_cover_the_window_with_one_line():
                        cwd=REPO, capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.startswith("error: ranges: slots 2..3 have no range") and r.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ P4 program vs the model
+
+def test_p4_bypass_matches_the_model_byte_for_byte():
+    """Random, partly wrong traffic at s1r1 hosting a bypassing point (job 1, 2 of 4 slots)
+    and a plain one (job 2): the softswitch running the P4 program and tests/agg_model.py
+    emit identical packets and counts."""
+    from tests.agg_model import EV as MEV, ModelSwitch
+    t1 = tree({"s1r1": 2})
+    t2 = build_server_tree(g(), 2, "h1r2w2", {W1: "s1r1", W2: "s1r1"}, window=3)
+    cmds = routes.table_commands(g())["s1r1"] + switch_commands(g(), [t1, t2])["s1r1"]
+    p4sw, model = factory("softswitch")(), ModelSwitch()
+    for s in (p4sw, model):
+        push(s, cmds)
+    rng = np.random.default_rng(77)
+    for i in range(2000):
+        job, window = (1, 4) if rng.random() < 0.7 else (2, 3)
+        flags = int(rng.choice([ap.DATA] * 4 + [ap.DATA | ap.RETX, ap.RESULT, ap.DATA | ap.OVERFLOW]))
+        slot, sender = int(rng.integers(0, window + 1)), int(rng.integers(0, 3))
+        payload = bytearray(ap.encode(job, flags, slot, int(rng.choice([1, 2, 2, 3])), 32 * slot,
+                                      sender, 2, -2, rng.integers(-2**31, 2**31, 32).astype(np.int32)))
+        if rng.random() < 0.03:
+            payload[2] ^= 0x80                                    # shadow bit wrong
+        if rng.random() < 0.03:
+            payload[15] = 31                                      # k wrong
+        src = str(rng.choice([ip(W1), ip(W2), ip(SERVER), "10.9.9.9"]))
+        dst = "10.1.1.254" if rng.random() < 0.9 else str(rng.choice([ip(W1), ip(SERVER)]))
+        frame = ap.udp_frame(g().nodes[W1]["mac"], g().nodes["s1r1"]["mac"], src, dst, bytes(payload))
+        port = int(rng.integers(1, 4))
+        assert p4sw.process(port, frame) == model.process(port, frame), f"packet {i} differs"
+    ev = model.events
+    assert min(ev[MEV[e]] for e in ("NEW", "ADD", "COMPLETE", "UP", "DUP_ANSWER", "STALE", "BAD",
+                                    "BYPASS", "RESULT_STORE")) > 0, ev
+    assert p4sw.events == model.events[:len(p4sw.events)]
