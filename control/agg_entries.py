@@ -6,6 +6,9 @@ For every aggregation point hosted by a switch (docs/protocol.md, "Control plane
   mc_mgrp_create <grp>; per child: mc_node_create <rid> <port>; mc_node_associate <grp> $n<i>
   table_add MyEgress.agg_children MyEgress.set_child <rid> => <child address> <child mac>
   register_write MyIngress.r_gen <i> 0   for both copies of every slot of the point
+A point holding fewer slots than its job's window (control/agg_tree.py, point_slots) gets
+MyIngress.agg_point_bypass instead, the same parameters plus <bypass_base> <bypass_fan_in>,
+and only its own slots of the switch's registers.
 plus /32 routes toward each global aggregation address (rack and datacenter addresses
 lie inside the /24s that control/routes.py already routes to their switch). A point run by
 a host (a server at the root of an InArt tree) gets no switch commands: its parent-facing
@@ -21,11 +24,12 @@ import re
 
 import networkx as nx
 
-from control.agg_tree import AggTree, hosted_by_switch
+from control.agg_tree import AggTree, bypass_fan_in, hosted_by_switch
 from control.routes import entries_towards
 
 DEFAULT_SLOTS = 2048     # AGG_SLOTS of p4/aggregation.p4
 AGG_TABLE, AGG_ACTION = "MyIngress.agg_points", "MyIngress.agg_point"
+BYPASS_ACTION = "MyIngress.agg_point_bypass"
 CHILD_TABLE, CHILD_ACTION = "MyEgress.agg_children", "MyEgress.set_child"
 GEN_REGISTER = "MyIngress.r_gen"
 FIRST_GROUP = 1
@@ -56,18 +60,28 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
                 continue        # a server at the root (InArt) runs its point itself
             cmds = out.setdefault(p.switch, [])
             base = next_base.get(p.switch, 0)
-            if base + tree.window > slots:
+            held = tree.slots_at(p)
+            if base + held > slots:
                 raise ValueError(f"switch {p.switch} has {slots} aggregation slots but its points "
-                                 f"need {base + tree.window}: lower scheme_options.window or "
-                                 "compile p4/aggregation.p4 with a larger -DAGG_SLOTS")
-            next_base[p.switch] = base + tree.window
+                                 f"need {base + held}: lower scheme_options.window or compile "
+                                 "p4/aggregation.p4 with a larger -DAGG_SLOTS (below a server, "
+                                 "a point may hold fewer slots: agg_tree's point_slots)")
+            next_base[p.switch] = base + held
             grp = next_group.get(p.switch, FIRST_GROUP)
             next_group[p.switch] = grp + 1
             parent = tree.points[p.parent] if p.parent else None
-            cmds.append(f"table_add {AGG_TABLE} {AGG_ACTION} {p.job} {p.address} => "
-                        f"{int(p.is_root)} {base} {tree.window} {p.fan_in} {grp} "
-                        f"{parent.address if parent else '0.0.0.0'} {p.index_at_parent} "
-                        f"{parent.fan_in if parent else 0}")
+            params = (f"{p.job} {p.address} => {int(p.is_root)} {base} {held} {p.fan_in} {grp} "
+                      f"{parent.address if parent else '0.0.0.0'} {p.index_at_parent} "
+                      f"{parent.fan_in if parent else 0}")
+            if held < tree.window:
+                if parent is None or hosted_by_switch(g, parent):
+                    raise ValueError(f"aggregation point {p.id} holds {held} of {tree.window} slots "
+                                     "but only a point whose parent is a server host can bypass "
+                                     "the rest: give it the whole window")
+                cmds.append(f"table_add {AGG_TABLE} {BYPASS_ACTION} {params} {p.bypass_base} "
+                            f"{bypass_fan_in(tree, p)}")
+            else:
+                cmds.append(f"table_add {AGG_TABLE} {AGG_ACTION} {params}")
             cmds.append(f"mc_mgrp_create {grp}")
             sw_rids = rids.setdefault(p.switch, {})
             for c in p.children:
@@ -81,7 +95,7 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
                 cmds.append(f"mc_node_associate {grp} $n{n}")
             if reset_registers:
                 cmds.extend(f"register_write {GEN_REGISTER} {i} 0"
-                            for i in range(2 * base, 2 * (base + tree.window)))
+                            for i in range(2 * base, 2 * (base + held)))
     seen = set()
     for tree in trees:
         root = tree.points[tree.root]
@@ -91,6 +105,27 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
             if (e.switch, e.prefix) not in seen:
                 seen.add((e.switch, e.prefix))
                 out.setdefault(e.switch, []).append(e.command())
+    return out
+
+
+def fit_slots(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS) -> list[dict[str, int]]:
+    """Per tree, the switches whose point cannot have the whole window when the trees share
+    switches of `slots` slots each, and the slots each can have: {switch: slots}, to pass as
+    build_server_tree's point_slots. Trees take slots in the order given (as switch_commands
+    allots them), so the first trees' points are served whole."""
+    used: dict[str, int] = {}
+    out = []
+    for tree in trees:
+        short = {}
+        for p in sorted(tree.points.values(), key=lambda p: p.id):
+            if not hosted_by_switch(g, p):
+                continue
+            free = max(0, slots - used.get(p.switch, 0))
+            n = min(tree.window, free)
+            used[p.switch] = used.get(p.switch, 0) + n
+            if n < tree.window:
+                short[p.switch] = n
+        out.append(short)
     return out
 
 

@@ -13,7 +13,11 @@ is its child, wherever it is.
 Rooted at a server (InArt, `build_server_tree`): the root point is a host running
 schemes/inart/root_server.py; every worker is a child either of that host directly or of
 one switch point (its rack or datacenter aggregation address, one level), as a planner
-assigned them. A switch point's parent is the host's IP.
+assigned them. A switch point's parent is the host's IP. A switch point may have memory for
+fewer slots than the job's window (`point_slots`): contributions for its other slots go on to
+the server unaggregated (p4/aggregation.p4's agg_point_bypass), each worker the server's child
+`bypass_base + its index at the point`, so the server's children differ by slot range
+(`root_slot_ranges`).
 
 The root is a scenario option; by default the datacenter whose gateway has the
 smallest total RTT to the other gateways (ties: lowest index).
@@ -48,6 +52,8 @@ class AggPoint:
     children: list[Child] = field(default_factory=list)
     parent: str | None = None
     index_at_parent: int = 0
+    num_slots: int | None = None     # slots this point holds; None: the tree's window
+    bypass_base: int = 0             # first index at the parent of its bypassed workers
 
     @property
     def fan_in(self) -> int:
@@ -76,6 +82,10 @@ class AggTree:
     window: int                     # slots of the job at every point
     points: dict[str, AggPoint]
     workers: dict[str, WorkerBinding]
+
+    def slots_at(self, point: AggPoint) -> int:
+        """Slots `point` holds in its switch's registers (the rest, if any, it bypasses)."""
+        return self.window if point.num_slots is None else point.num_slots
 
     def point_at(self, switch: str) -> list[AggPoint]:
         return [p for p in self.points.values() if p.switch == switch]
@@ -206,10 +216,12 @@ def switch_aggregation_address(g: nx.Graph, switch: str) -> str:
 
 
 def build_server_tree(g: nx.Graph, job: int, server: str, assignment: dict[str, str],
-                      window: int = 64) -> AggTree:
+                      window: int = 64, point_slots: dict[str, int] | None = None) -> AggTree:
     """The tree of one job rooted at host `server`: `assignment` maps every worker to its
     aggregation node, `server` itself (the worker sends straight to the server) or a
-    switch (the worker is a child of that switch's point, whose parent is the server)."""
+    switch (the worker is a child of that switch's point, whose parent is the server).
+    `point_slots` maps switches to the slots their point holds, 0..window (default: the
+    window); slots beyond fall back to the server (module doc)."""
     if not 0 <= job <= 255:
         raise ValueError(f"job id must fit a byte (0..255), got {job}")
     if server not in g or g.nodes[server]["role"] != "host":
@@ -248,12 +260,63 @@ def build_server_tree(g: nx.Graph, job: int, server: str, assignment: dict[str, 
         root.children.append(Child(p.switch, p.address, g.nodes[p.switch]["mac"], p.id))
     for p in points.values():
         _check_fan_in(p)
+    _limit_slots(root, switch_points, window, point_slots or {})
     bindings = {}
     for p in points.values():
         for i, c in enumerate(p.children):
             if c.point is None:
                 bindings[c.node] = WorkerBinding(c.node, c.address, p.address, i, p.fan_in)
     return AggTree(job, "inart", root.id, window, points, bindings)
+
+
+def _limit_slots(root: AggPoint, switch_points: dict[str, AggPoint], window: int,
+                 point_slots: dict[str, int]) -> None:
+    """Give the points of `point_slots` their slots and, where fewer than the window, a block
+    of indices at the server for their workers after the server's own children."""
+    next_index = root.fan_in
+    for sw, n in sorted(point_slots.items(), key=lambda kv: switch_points[kv[0]].index_at_parent
+                        if kv[0] in switch_points else -1):
+        if sw not in switch_points:
+            raise ValueError(f"point_slots: {sw!r} aggregates no worker of job {root.job} "
+                             f"(switch points: {sorted(switch_points)})")
+        if not isinstance(n, int) or not 0 <= n <= window:
+            raise ValueError(f"point_slots.{sw}: {n!r} slots; give 0..{window} (the job's window)")
+        p = switch_points[sw]
+        p.num_slots = n
+        if n < window:
+            p.bypass_base, next_index = next_index, next_index + p.fan_in
+    if next_index > MAX_FAN_IN:
+        raise ValueError(f"point_slots: the server would have {next_index} children where switch "
+                         f"points bypass it (its own {root.fan_in} and their workers), more than "
+                         f"the bitmap's {MAX_FAN_IN}: give those switches the whole window or send "
+                         "fewer workers through them")
+
+
+def root_slot_ranges(tree: AggTree) -> list[tuple[int, int, list[tuple[int, str]]]]:
+    """The root's children per slot range, [(start, end, [(index, address)])] covering the
+    window: a child switch point where it holds the slots, its workers (indices bypass_base
+    + i) where it bypasses them. One range when no point bypasses."""
+    root = tree.points[tree.root]
+    kids = [tree.points[c.point] for c in root.children if c.point is not None]
+    cuts = sorted({0, tree.window} | {tree.slots_at(p) for p in kids})
+    out = []
+    for start, end in zip(cuts, cuts[1:]):
+        children = []
+        for i, c in enumerate(root.children):
+            p = tree.points[c.point] if c.point is not None else None
+            if p is None or tree.slots_at(p) >= end:
+                children.append((i, c.address))
+            else:
+                children += [(p.bypass_base + j, w.address) for j, w in enumerate(p.children)]
+        out.append((start, end, sorted(children)))
+    return out
+
+
+def bypass_fan_in(tree: AggTree, point: AggPoint) -> int:
+    """The fan-in a bypassing point writes into the packets it forwards (informational, as
+    every header fan_in: the root uses its range's): the root's at the first bypassed slot."""
+    n = tree.slots_at(point)
+    return next(len(kids) for start, end, kids in root_slot_ranges(tree) if start <= n < end)
 
 
 def hosted_by_switch(g: nx.Graph, point: AggPoint) -> bool:

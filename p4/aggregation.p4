@@ -19,6 +19,11 @@
  *   contribution, older generation     -> drop (stale)
  *   RESULT from parent for the current, completed generation
  *                                      -> store it (for later answers), multicast down
+ *   contribution for a slot beyond the point's num_slots (the switch has no memory
+ *   for it), point configured with agg_point_bypass
+ *                                      -> forward it unaggregated to the parent as
+ *                                         child bypass_base + sender (ATP-like
+ *                                         fallback to the parameter server)
  * Registers are indexed by ((slot_base + slot) << 1) | shadow.
  * P4 has no loops, so the k per-value statements of accumulate / load_values /
  * store_values and the k value registers are written out (most of this file's
@@ -47,6 +52,7 @@ const bit<32> EV_STALE        = 8;   /* older generation */
 const bit<32> EV_RESULT_STORE = 9;   /* result from the parent kept */
 const bit<32> EV_RESULT_DROP  = 10;  /* result that matches no completed generation */
 const bit<32> EV_BAD          = 11;  /* malformed: k, slot range, shadow bit, sender */
+const bit<32> EV_BYPASS       = 12;  /* slot beyond num_slots forwarded to the parent as is */
 
 const bit<8> ST_RESULT_VALID = 0x01; /* r_state: the copy holds the final result */
 
@@ -59,6 +65,8 @@ struct agg_meta_t {
     bit<32> parent_addr;
     bit<8>  my_index;
     bit<8>  parent_fan_in;
+    bit<8>  bypass_base;   /* a bypassed worker is child bypass_base + sender at the parent */
+    bit<8>  bypass_fan_in; /* 0: no bypass (slots beyond num_slots are malformed) */
     bit<32> idx;
     bit<32> cur_gen;
     bit<32> bitmap;
@@ -229,10 +237,26 @@ control MyIngress(inout headers hdr, inout metadata meta,
         meta.agg.parent_addr = parent_addr;
         meta.agg.my_index = my_index;
         meta.agg.parent_fan_in = parent_fan_in;
+        meta.agg.bypass_base = 0;
+        meta.agg.bypass_fan_in = 0;
+    }
+    /* A point with memory for fewer slots than the job's window (num_slots < window):
+     * contributions for the other slots go on to the parent (a parameter server host
+     * that sums them per worker), as ATP falls back to the PS when no aggregator is free.
+     * A second action rather than two more parameters of agg_point, so that entries of
+     * points without bypass stay as they were. */
+    action agg_point_bypass(bit<1> is_root, bit<32> slot_base, bit<32> num_slots,
+                            bit<8> fan_in, bit<16> mcast_grp, bit<32> parent_addr,
+                            bit<8> my_index, bit<8> parent_fan_in,
+                            bit<8> bypass_base, bit<8> bypass_fan_in) {
+        agg_point(is_root, slot_base, num_slots, fan_in, mcast_grp, parent_addr, my_index,
+                  parent_fan_in);
+        meta.agg.bypass_base = bypass_base;
+        meta.agg.bypass_fan_in = bypass_fan_in;
     }
     table agg_points {
         key = { hdr.agg.job: exact; hdr.ipv4.dstAddr: exact; }
-        actions = { agg_point; NoAction; }
+        actions = { agg_point; agg_point_bypass; NoAction; }
         size = 256;
         default_action = NoAction();
     }
@@ -474,6 +498,17 @@ control MyIngress(inout headers hdr, inout metadata meta,
         agg_events.count(EV_DUP_ANSWER);
     }
 
+    /* No memory here for this slot: the contribution goes on unaggregated, from its
+     * worker (source address kept, so the parent answers a retransmission to it). */
+    action bypass_to_parent() {
+        hdr.ipv4.dstAddr = meta.agg.parent_addr;
+        hdr.agg.sender = meta.agg.bypass_base + hdr.agg.sender;
+        hdr.agg.fan_in = meta.agg.bypass_fan_in;
+        hdr.udp.checksum = 0;                  /* header rewritten; 0 = none (IPv4) */
+        meta.agg.route = 1;
+        agg_events.count(EV_BYPASS);
+    }
+
     /* A contribution was counted: write the slot state, then act on completion. */
     action count_contribution() {
         r_gen.write(meta.agg.idx, hdr.agg.gen);
@@ -492,10 +527,22 @@ control MyIngress(inout headers hdr, inout metadata meta,
         } else if (hdr.agg.isValid()) {
             if (agg_points.apply().hit) {
                 meta.agg.route = 0;
-                if (!hdr.vals.isValid() || hdr.agg.k != AGG_K
+                bool well_formed = hdr.vals.isValid() && hdr.agg.k == AGG_K
+                        && hdr.agg.gen != 0 && hdr.agg.shadow == hdr.agg.gen[0:0];
+                if (well_formed && (bit<32>)hdr.agg.slot >= meta.agg.num_slots
+                        && meta.agg.bypass_fan_in != 0 && meta.agg.is_root == 0
+                        && (hdr.agg.flags & AGG_FLAG_RESULT) == 0) {
+                    /* Results of bypassed slots come from the parent to the workers'
+                     * addresses and are routed, so only contributions get here. */
+                    if (hdr.agg.sender >= meta.agg.fan_in || hdr.agg.sender >= 32) {
+                        agg_events.count(EV_BAD);
+                        drop();
+                    } else {
+                        bypass_to_parent();
+                    }
+                } else if (!well_formed
                         || (bit<32>)hdr.agg.slot >= meta.agg.num_slots
-                        || meta.agg.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS
-                        || hdr.agg.gen == 0 || hdr.agg.shadow != hdr.agg.gen[0:0]) {
+                        || meta.agg.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS) {
                     agg_events.count(EV_BAD);
                     drop();
                 } else {

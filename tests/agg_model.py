@@ -13,7 +13,7 @@ import struct
 from workers import agg_packet as ap
 
 EV = dict(NEW=0, ADD=1, COMPLETE=2, UP=3, MCAST=4, DUP_ANSWER=5, DUP_RESEND=6, DUP_DROP=7,
-          STALE=8, RESULT_STORE=9, RESULT_DROP=10, BAD=11)
+          STALE=8, RESULT_STORE=9, RESULT_DROP=10, BAD=11, BYPASS=12)
 RESULT_VALID = 0x01
 M32 = 0xFFFFFFFF
 
@@ -43,12 +43,16 @@ class ModelSwitch:
     # -------------------------------------------------------------- control
     def execute(self, line: str) -> str:
         w = line.split()
-        if w[:3] == ["table_add", "MyIngress.agg_points", "MyIngress.agg_point"]:
+        if w[:2] == ["table_add", "MyIngress.agg_points"] and \
+                w[2] in ("MyIngress.agg_point", "MyIngress.agg_point_bypass"):
             job, addr = int(w[3]), _ip(w[4])
             a = w[6:]
+            bypass = w[2].endswith("_bypass")
             self.points[(job, addr)] = dict(is_root=int(a[0]), base=int(a[1]), n=int(a[2]),
                                             fan_in=int(a[3]), grp=int(a[4]), parent=_ip(a[5]),
-                                            index=int(a[6]), parent_fan_in=int(a[7]))
+                                            index=int(a[6]), parent_fan_in=int(a[7]),
+                                            bypass_base=int(a[8]) if bypass else 0,
+                                            bypass_fan_in=int(a[9]) if bypass else 0)
         elif w[:3] == ["table_add", "MyEgress.agg_children", "MyEgress.set_child"]:
             self.children[int(w[3])] = (_ip(w[5]), _mac(w[6]))
         elif w[:3] == ["table_add", "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward"]:
@@ -111,7 +115,18 @@ class ModelSwitch:
         k, ev = self.k, self.events
         flags, w, gen, _off, sender, _fan, _exp, kk = struct.unpack_from("!BHIIBBbB", f, 43)
         shadow, slot = w >> 15, w & 0x7FFF
-        if len(f) < 58 + 4 * k or kk != k or slot >= p["n"] or p["base"] + slot >= self.size // 2 or gen == 0 or shadow != gen & 1:
+        well_formed = len(f) >= 58 + 4 * k and kk == k and gen != 0 and shadow == gen & 1
+        if well_formed and slot >= p["n"] and p["bypass_fan_in"] != 0 and p["is_root"] == 0 \
+                and not flags & ap.RESULT:
+            if sender >= p["fan_in"] or sender >= 32:
+                ev[EV["BAD"]] += 1
+                return []
+            struct.pack_into("!I", f, 30, p["parent"])      # to the parent, from the worker
+            f[54], f[55] = (p["bypass_base"] + sender) & 0xFF, p["bypass_fan_in"]
+            f[40:42] = b"\0\0"
+            ev[EV["BYPASS"]] += 1
+            return self._route(f)
+        if not well_formed or slot >= p["n"] or p["base"] + slot >= self.size // 2:
             ev[EV["BAD"]] += 1
             return []
         vals = list(struct.unpack_from(f"!{k}I", f, 58))

@@ -4,7 +4,9 @@ Discrete-event, virtual time: each link delivers after its delay plus a random
 extra delay (reordering), and may lose or duplicate any packet, in both directions,
 WAN included. Switches are anything with execute(cmd) and process(port, frame)
 (the softswitch or tests/agg_model.ModelSwitch), programmed with the real control
-plane output (control/routes.py + control/agg_entries.py).
+plane output (control/routes.py + control/agg_entries.py). A tree rooted at a host (InArt's
+parameter server) has its root run there by schemes/inart/root_engine.RootEngine, with the
+children per slot range the control plane gives (agg_tree.root_slot_ranges).
 """
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ import numpy as np
 
 from control import routes
 from control.agg_entries import push, switch_commands
-from control.agg_tree import AggTree
+from control.agg_tree import AggTree, hosted_by_switch, root_slot_ranges
+from schemes.inart.root_engine import RootEngine
 from workers import agg_packet as ap
-from workers.ina_client import ClientConfig, InaClient
+from workers.ina_client import ClientConfig, InaClient, Send
 
 
 @dataclass
@@ -51,6 +54,7 @@ class Sim:
     switches: dict
     clients: dict                       # (job, host) -> InaClient
     faults: Faults
+    servers: dict = field(default_factory=dict)   # host -> [RootEngine] it runs
     now: float = 0.0
     stats: SimStats = field(default_factory=SimStats)
 
@@ -99,6 +103,8 @@ class Sim:
             parsed = ap.udp_payload(frame)
             if parsed is None or parsed[1] != self.host_ip[to]:
                 return
+            for engine in self.servers.get(to, ()):
+                self._host_send(to, [Send(dst, out) for dst, out in engine.handle(parsed[2], parsed[0])])
             for (job, host), c in self.clients.items():
                 if host == to:
                     f = ap.decode(parsed[2])
@@ -145,7 +151,8 @@ class Sim:
 
 def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = Faults(),
               k: int = 32, **client_opts) -> Sim:
-    """Program every switch with routes + aggregation entries; one client per (job, worker)."""
+    """Program every switch with routes + aggregation entries; one client per (job, worker);
+    a root engine at the host of every tree rooted at one."""
     route_cmds = routes.table_commands(g)
     agg_cmds = switch_commands(g, trees)
     switches = {}
@@ -157,7 +164,13 @@ def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = F
     for t in trees:
         for host, b in t.workers.items():
             clients[(t.job, host)] = InaClient(ClientConfig.for_worker(t, host, k=k, **client_opts))
-    return Sim(g, switches, clients, faults)
+    servers: dict = {}
+    for t in trees:
+        root = t.points[t.root]
+        if not hosted_by_switch(g, root):
+            servers.setdefault(root.switch, []).append(
+                RootEngine.with_ranges(t.job, t.window, root_slot_ranges(t), k))
+    return Sim(g, switches, clients, faults, servers)
 
 
 def random_tensors(trees, length: int, seed: int, bound: int = 2**31 // 64):

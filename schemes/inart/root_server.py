@@ -3,6 +3,12 @@
     python3 -m schemes.inart.root_server --ip 10.0.1.1 --job 1 --fan-in 3 --slots 64 \\
         --children '[{"index": 0, "address": "10.1.0.254"}, {"index": 1, "address": "10.0.1.2"}, ...]'
 
+or, when switch points fall back to this server for slots they have no memory for, the
+children per slot range instead of --fan-in and --children (root_engine's module doc):
+
+    ... --slots 64 --ranges '[{"start": 0, "end": 32, "children": [...]},
+                              {"start": 32, "end": 64, "children": [...]}]'
+
 Binds the aggregation port (both ports of the protocol are AGG_UDP_PORT, docs/protocol.md)
 on --ip, feeds every datagram to the engine and sends what it returns, from the same socket,
 to the destination's aggregation port. Runs until SIGTERM or SIGINT, then prints one JSON line
@@ -27,21 +33,56 @@ from workers.process import serve_and_report
 BATCH = 256            # datagrams read per wake-up before sending what they produced
 
 
-def parse_children(text: str) -> list[tuple[int, str]]:
-    """--children JSON: a list of {"index": i, "address": ip} -> [(index, address)]."""
-    try:
-        items = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--children: not JSON ({e}); give a list of "
-                         '{"index": i, "address": "ip"}') from None
+def _children_list(items, field: str) -> list[tuple[int, str]]:
     if not isinstance(items, list):
-        raise ValueError('--children: expected a JSON list of {"index": i, "address": "ip"}')
+        raise ValueError(f'{field}: expected a JSON list of {{"index": i, "address": "ip"}}')
     out = []
     for i, c in enumerate(items):
         if not isinstance(c, dict) or set(c) != {"index", "address"} or not isinstance(c["index"], int):
-            raise ValueError(f'--children[{i}]: expected {{"index": <int>, "address": "<ip>"}}, got {c!r}')
+            raise ValueError(f'{field}[{i}]: expected {{"index": <int>, "address": "<ip>"}}, got {c!r}')
         out.append((c["index"], c["address"]))
     return out
+
+
+def _json(text: str, field: str, shape: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{field}: not JSON ({e}); give {shape}") from None
+
+
+def parse_children(text: str) -> list[tuple[int, str]]:
+    """--children JSON: a list of {"index": i, "address": ip} -> [(index, address)]."""
+    return _children_list(_json(text, "--children", 'a list of {"index": i, "address": "ip"}'),
+                          "--children")
+
+
+def parse_ranges(text: str) -> list[tuple[int, int, list[tuple[int, str]]]]:
+    """--ranges JSON: a list of {"start": s, "end": e, "children": [{"index", "address"}...]}
+    -> [(start, end, [(index, address)])]; RootEngine checks that they cover the window."""
+    shape = 'a list of {"start": s, "end": e, "children": [{"index": i, "address": "ip"}, ...]}'
+    items = _json(text, "--ranges", shape)
+    if not isinstance(items, list):
+        raise ValueError(f"--ranges: expected {shape}")
+    out = []
+    for i, r in enumerate(items):
+        if not isinstance(r, dict) or set(r) != {"start", "end", "children"} \
+                or not all(isinstance(r[x], int) for x in ("start", "end")):
+            raise ValueError(f'--ranges[{i}]: expected {{"start": <int>, "end": <int>, '
+                             f'"children": [...]}}, got {r!r}')
+        out.append((r["start"], r["end"], _children_list(r["children"], f"--ranges[{i}].children")))
+    return out
+
+
+def build_engine(a) -> RootEngine:
+    """The engine the command line describes: one range (--fan-in, --children) or --ranges."""
+    if a.ranges is not None:
+        if a.fan_in is not None or a.children is not None:
+            raise ValueError("--ranges: give either --ranges or --fan-in with --children, not both")
+        return RootEngine.with_ranges(a.job, a.slots, parse_ranges(a.ranges), a.k)
+    if a.fan_in is None or a.children is None:
+        raise ValueError("--children: give --fan-in and --children (or --ranges)")
+    return RootEngine(a.job, a.fan_in, a.slots, parse_children(a.children), a.k)
 
 
 class RootServer:
@@ -63,8 +104,14 @@ class RootServer:
     def serve(self) -> dict:
         ip, port = self.sock.getsockname()
         e = self.engine
-        print(f"inart root {ip}:{port}: job {e.job}, fan-in {e.fan_in}, {e.slots} slots, "
-              f"children {', '.join(c.address for c in e.children)}", file=self.log, flush=True)
+        if len(e.ranges) == 1:
+            print(f"inart root {ip}:{port}: job {e.job}, fan-in {e.fan_in}, {e.slots} slots, "
+                  f"children {', '.join(c.address for c in e.children)}", file=self.log, flush=True)
+        else:
+            print(f"inart root {ip}:{port}: job {e.job}, {e.slots} slots in {len(e.ranges)} ranges: "
+                  + "; ".join(f"slots {r.start}..{r.end - 1} fan-in {r.fan_in}, children "
+                              f"{', '.join(c.address for c in r.children)}" for r in e.ranges),
+                  file=self.log, flush=True)
         next_progress = time.monotonic() + self.progress_s
         try:
             while self._running:
@@ -112,10 +159,13 @@ def main(argv=None) -> int:
                                 description=__doc__.splitlines()[0])
     p.add_argument("--ip", required=True, help="this host's IP: the address children send to")
     p.add_argument("--job", type=int, required=True)
-    p.add_argument("--fan-in", type=int, required=True, help="children of the root")
+    p.add_argument("--fan-in", type=int, help="children of the root (with --children)")
     p.add_argument("--slots", type=int, required=True, help="the job's window (slots per point)")
-    p.add_argument("--children", required=True,
+    p.add_argument("--children",
                    help='JSON list of {"index": sender index, "address": child IP}')
+    p.add_argument("--ranges",
+                   help='instead of --fan-in and --children: JSON list of {"start": first slot, '
+                        '"end": slot after the last, "children": [...]} covering the window')
     p.add_argument("--k", type=int, default=32, help="values per packet (32 or 64)")
     p.add_argument("--port", type=int, default=AGG_UDP_PORT,
                    help=f"UDP port of every end of the protocol (default {AGG_UDP_PORT})")
@@ -124,7 +174,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
 
     def serve() -> dict:
-        engine = RootEngine(a.job, a.fan_in, a.slots, parse_children(a.children), a.k)
+        engine = build_engine(a)
         server = RootServer(engine, a.ip, a.port, progress_s=a.progress)
         signal.signal(signal.SIGTERM, server.stop)
         signal.signal(signal.SIGINT, server.stop)
