@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -42,9 +41,16 @@ iterations: {ITERATIONS}
 """
 
 
-def test_inart_sums_through_switches_and_two_servers(tmp_path):
+FALLBACK = SCENARIO.replace("scheme: inart", "scheme: inart\nswitch: {defines: {AGG_SLOTS: 96}}") \
+    .replace("{num_servers: 2, fan_in: 2, verify: true}", "{num_servers: 2, fan_in: 2, window: 64, verify: true}")
+
+
+@pytest.mark.parametrize("text", [SCENARIO, FALLBACK], ids=["whole", "fallback"])
+def test_inart_sums_through_switches_and_two_servers(tmp_path, text):
+    """`fallback`: switches of 96 slots serving both PSs' points of 64 give the second 32: its
+    slots 32-63 fall back to the PS, which sums them from the workers themselves."""
     path = tmp_path / "inart-e2e.yaml"
-    path.write_text(SCENARIO)
+    path.write_text(text)
     (d,) = run_scenario(RunOptions(str(path), [], str(tmp_path / "out"), prefix="ia",
                                    show_progress=False, timeout_s=240), log=lambda *a, **k: None)
     s = json.loads((d / "summary.json").read_text())
@@ -69,6 +75,11 @@ def test_inart_sums_through_switches_and_two_servers(tmp_path):
         assert chunks * ITERATIONS <= st["events"]["complete"] <= (chunks + 1) * ITERATIONS, (name, st)
         assert st["events"]["add"] > 0     # more than one child per slot
     assert app["paths"]["mode"] == "planned" and app["paths"]["off_plan"] == []
+    short = {j: sw for j, sw in app["fallback_slots"].items() if sw}
+    if text is FALLBACK:
+        assert short and all(n == 32 for sw in short.values() for n in sw.values()), short
+    else:
+        assert not short
     ends = {p.stem: [e for e in read_events(p) if e["event"] == "iteration_end"]
             for p in sorted((d / "events").glob("*.jsonl"))}
     assert len(ends) == 4

@@ -176,6 +176,28 @@ def test_a_one_child_fan_in_budget_sends_the_rest_straight_to_the_server():
     assert len(direct) == 7 - len(fan) and len(direct) > 0     # 8 hosts, one the server
 
 
+def test_a_switch_short_of_memory_serves_part_of_a_window_and_the_rest_falls_back_to_the_ps():
+    # 3 PS trees of 768 slots at one gateway: 2048 slots hold two whole and 512 of the third
+    g, p, _ = plan({"num_servers": 3, "window": 768, "aggregate_at": "gateway"})
+    assert p.info["fallback_slots"] == {1: {}, 2: {}, 3: {"g1": 512}}
+    assert [c.split(" => ")[1].split()[2] for c in p.switch_commands["g1"] if "agg_point_bypass" in c] == ["512"]
+    args = p.servers[2].args
+    assert "--children" not in args
+    ranges = json.loads(args[args.index("--ranges") + 1])
+    assert [(r["start"], r["end"]) for r in ranges] == [(0, 512), (512, 768)]
+    # below 512 the gateway's partial sum is one child; above, its 5 workers each are
+    assert [len(r["children"]) for r in ranges] == [1, 5]
+    # no memory at all for the third: every slot falls back, the workers are its children
+    _, p0, _ = plan({"num_servers": 3, "window": 1024, "aggregate_at": "gateway"})
+    assert p0.info["fallback_slots"][3] == {"g1": 0}
+    args = p0.servers[2].args
+    assert args[args.index("--fan-in") + 1] == "5"
+    # "refuse": memory limits the plan instead (two points of 1024 per switch), nothing falls back
+    _, pr, _ = plan({"num_servers": 3, "window": 1024, "aggregate_at": "gateway", "fallback": "refuse"})
+    assert not any(pr.info["fallback_slots"].values())
+    assert not any("agg_point_bypass" in c for cs in pr.switch_commands.values() for c in cs)
+
+
 @pytest.mark.parametrize("opts, message", [
     ({"servers": ["h9r1w1"]}, "not hosts of this topology"),
     ({"servers": ["h1r1w1", "h1r1w1"]}, "each server host once"),

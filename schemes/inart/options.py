@@ -78,6 +78,11 @@ class InartOptions(InartPlanOptions, InaTransportOptions):
     # "planned": /32 routes make every stream follow the plan's path (control/path_routes.py);
     # "shortest": the data path keeps the minimum-delay routes whatever the plan chose
     paths: Literal["planned", "shortest"] = "planned"
+    # switch memory: "ps" plans as if a switch could serve every PS, then a point gets the
+    # slots left at its switch and the rest of the window falls back to the PS (ATP-like,
+    # p4's agg_point_bypass: docs/protocol.md); "refuse": the plan's budget keeps every point
+    # whole (slots // window points per switch), nothing falls back
+    fallback: Literal["ps", "refuse"] = "ps"
     # slots per aggregation point (one point per PS a switch serves): an integer, or "auto":
     # ina's rule (the bandwidth-delay product of the slowest WAN link over the longest
     # worker-server round trip, a power of two in 64..1024), no more than lets a switch hold a

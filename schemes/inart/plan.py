@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
 
-from control.agg_entries import DEFAULT_SLOTS, switch_commands
-from control.agg_tree import build_server_tree, switch_aggregation_address
+from control.agg_entries import DEFAULT_SLOTS, fit_slots, switch_commands
+from control.agg_tree import build_server_tree, root_slot_ranges, switch_aggregation_address
 from control.path_routes import Stream, path_routes, routed_path, with_base_routes
 from schemes.base import Plan, Server
 from schemes.ina.plan import (AUTO_WINDOW_MAX, AUTO_WINDOW_MIN, check_program, client_config,
                               program_k, rto_margin_ms, tree_record)
 from schemes.inart.baselines import route_shortest
 from schemes.inart.options import InartOptions
+from schemes.inart.routing import aggregation_switches
 from schemes.inart.split import InartPlan, plan_inart
 from topologies.graph import hosts_by_dc
 from workers.agg_packet import frame_bytes
@@ -71,9 +73,15 @@ def phases(graph, workers, servers, o: InartOptions, seed: int) -> InartPlan:
     rng = np.random.default_rng(seed)
     if o.routing == "none":
         return plan_inart(graph, workers, servers, o, rng, switches={})
+    switches = None
+    if o.fallback == "ps":
+        # memory is no limit to the plan: a switch may serve every PS, and the slots it
+        # lacks fall back to the PS in the data plane (build: fit_slots)
+        switches = {n: replace(b, points=len(servers))
+                    for n, b in aggregation_switches(graph, o.model_copy(update={"window": 1})).items()}
     if o.routing == "shortest_path":
-        return plan_inart(graph, workers, servers, o, rng, router=route_shortest)
-    return plan_inart(graph, workers, servers, o, rng)
+        return plan_inart(graph, workers, servers, o, rng, router=route_shortest, switches=switches)
+    return plan_inart(graph, workers, servers, o, rng, switches=switches)
 
 
 def auto_window(graph, workers, servers, k: int, slots: int) -> int:
@@ -116,6 +124,11 @@ def build(graph, scenario, o: InartOptions):
     routing = ip.routing
     trees = [build_server_tree(graph, o.job + i, srv, dict(routing.node[srv]), o.window)
              for i, srv in enumerate(servers)]
+    slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
+    short = fit_slots(graph, trees, slots=slots)
+    if any(short) and o.fallback == "ps":
+        trees = [build_server_tree(graph, t.job, srv, dict(routing.node[srv]), o.window, point_slots=sh)
+                 for t, srv, sh in zip(trees, servers, short)]
     return workers, servers, ip, trees, k, o
 
 
@@ -133,13 +146,21 @@ def streams(graph, routing, servers) -> list[Stream]:
 
 
 def root_server(graph, tree, k: int) -> Server:
+    """The PS process of a tree: one set of children, or per slot range where switch points
+    hold fewer slots than the window (the rest falls back to the PS: root_slot_ranges)."""
     root = tree.points[tree.root]
-    children = [{"index": i, "address": c.address} for i, c in enumerate(root.children)]
+    ranges = root_slot_ranges(tree)
+    if len(ranges) == 1:    # (a point with no slots at all makes its workers the children)
+        (_, _, kids), = ranges
+        children = [{"index": i, "address": a} for i, a in kids]
+        who = ("--fan-in", str(len(kids)), "--children", json.dumps(children, separators=(",", ":")))
+    else:
+        spec = [{"start": a, "end": b, "children": [{"index": i, "address": ad} for i, ad in kids]}
+                for a, b, kids in ranges]
+        who = ("--ranges", json.dumps(spec, separators=(",", ":")))
     return Server(f"ps{tree.job}", root.switch, ROOT_SERVER,
-                  ("--ip", root.address, "--job", str(tree.job), "--fan-in", str(root.fan_in),
-                   "--slots", str(tree.window), "--k", str(k),
-                   "--children", json.dumps(children, separators=(",", ":"))),
-                  ends_by_signal=True)
+                  ("--ip", root.address, "--job", str(tree.job), "--slots", str(tree.window),
+                   "--k", str(k), *who), ends_by_signal=True)
 
 
 def plan(graph, scenario, o: InartOptions) -> Plan:
@@ -162,7 +183,8 @@ def plan(graph, scenario, o: InartOptions) -> Plan:
     comm = {w: {"clients": [client_config(graph, scenario, t, o, w, k) for t in trees],
                 "shares": list(ip.shares), "clip": scenario.workload.clip,
                 "rto_margin_s": margin_s} for w in workers}
-    info = {"k": k, "window": o.window, "jobs": [t.job for t in trees], "server_hosts": servers,
+    info = {"k": k, "window": o.window, "fallback_slots": {t.job: {p.switch: t.slots_at(p)
+            for p in t.points.values() if p.level != "server" and t.slots_at(p) < t.window} for t in trees}, "jobs": [t.job for t in trees], "server_hosts": servers,
             "shares": list(ip.shares), "streams": ip.routing.streams(), "routing": o.routing,
             "fan_in": ip.routing.fan_in(), "paths": info_paths,
             "trees": [r for t in trees for r in tree_record(t)],
