@@ -248,3 +248,15 @@ def test_a_failed_label_keeps_its_style_and_the_others_theirs():
     (c,) = [c for c in ax.containers if c.get_label() == "libra-c"]
     assert c.lines[0].get_marker() == styles["libra-c"]["marker"]
     assert c.lines[0].get_linestyle() == styles["libra-c"]["linestyle"]
+
+
+def test_the_shipped_hot_set_sweep_is_valid_and_labels_each_size():
+    from testbed.sweep_model import validate_sweep
+    path = Path(__file__).resolve().parent.parent / "scenarios" / "repro-libra-hot.yaml"
+    validate_sweep(path)                    # every point's scenario loads and its topology builds
+    for quick in (False, True):
+        pts = S.plan(load_sweep(path, quick=quick))
+        labels = {p.params["label"]: p.params["scheme_options"].get("hot_rows") for p in pts}
+        assert labels == {"ps": None, "libra-990": 990, "libra-1980": 1980, "libra-auto": "auto",
+                          "libra-7926": 7926}
+        assert {p.repetition for p in pts} == ({0} if quick else {0, 1, 2})
