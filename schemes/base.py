@@ -62,7 +62,8 @@ class RunHooks:
     run_dir: Path
     pushed: dict[str, tuple[list[str], list[str]]]   # switch -> (commands, replies) of setup
     push: Callable[[str, list[str]], list[str]]      # push(switch, commands) -> replies
-    start_server: Callable[[Server, str], None]      # start, wait for this text in its log
+    start_server: Callable[[Server, str], int]       # start, wait for this text in its log -> pid
+    wait_server: Callable[[str, str], None]          # wait for this text in a server's log
     stop_server: Callable[[str], dict]               # SIGTERM, wait, its JSON stats line
     worker_events: Callable[[], dict[str, list[dict]]]   # worker -> its events so far
     record: Callable[..., dict]                      # record(event, **fields): run_events.jsonl

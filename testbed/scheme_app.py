@@ -109,7 +109,8 @@ class SchemeApp(App):
 
     def hooks(self) -> RunHooks:
         return RunHooks(run_dir=self.ctx.run_dir, pushed=self.pushed, push=self.push_commands,
-                        start_server=self.start_server, stop_server=self.stop_server,
+                        start_server=self.start_server, wait_server=self.wait_server,
+                        stop_server=self.stop_server,
                         worker_events=lambda: {w: self._events(w) for w in self.configs},
                         record=self._record, read_tc=_read_tc)
 
@@ -145,9 +146,15 @@ class SchemeApp(App):
         return self._popen("server", s.name, s.host, ["-m", s.module, *s.args],
                            self.ctx.run_dir / "logs" / f"server-{s.name}.log")
 
-    def start_server(self, s: Server, ready_text: str, timeout_s: float = 30.0) -> None:
-        """Start a server while the job runs and wait until its log shows ready_text."""
+    def start_server(self, s: Server, ready_text: str, timeout_s: float = 30.0) -> int:
+        """Start a server while the job runs, wait until its log shows ready_text; its pid."""
         p = self._start_server_process(s)
+        self.wait_server(s.name, ready_text, timeout_s)
+        return p.pid
+
+    def wait_server(self, name: str, ready_text: str, timeout_s: float = 30.0) -> None:
+        """Wait until a started server's log shows ready_text (it died or timed out: raise)."""
+        p, s = self.process("server", name), next(s for s in self.servers if s.name == name)
         log = self.ctx.run_dir / "logs" / f"server-{s.name}.log"
         t0 = time.monotonic()
         while ready_text not in (log.read_text(errors="replace") if log.exists() else ""):

@@ -198,11 +198,12 @@ class Fakes:
         self.rates = {arc: g.edges[arc]["bandwidth_mbps"] for arc in polled_interfaces(g)}
         self.intf = {intf: arc for arc, intf in polled_interfaces(g).items()}
         self.pushes: list[tuple[str, list[str]]] = []
-        self.started, self.stopped, self.records = [], [], []
+        self.started, self.stopped, self.records, self.bound = [], [], [], []
         self.events: dict[str, list[dict]] = {w: [] for w in plan.workers}
         pushed = {sw: (cmds, fake_replies(cmds)) for sw, cmds in plan.switch_commands.items()}
         self.hooks = RunHooks(run_dir=tmp_path, pushed=pushed, push=self.push,
-                              start_server=lambda s, text: self.started.append(s.name),
+                              start_server=lambda s, text: self.started.append(s.name) or 4242,
+                              wait_server=lambda name, text: self.bound.append(name),
                               stop_server=lambda name: self.stopped.append(name) or {"stats": 1},
                               worker_events=lambda: self.events,
                               record=lambda event, **f: self.records.append({"event": event, **f}),
@@ -255,6 +256,7 @@ def test_controller_decides_from_polled_rates_and_hands_over_at_an_iteration(tmp
     assert rec["decision"]["must_replan"] and rec["decision"]["moved"]
     assert all(m["now_mbps"] == 5.0 for m in rec["decision"]["moved"] if "g1" in m["path"] and "g2" in m["path"])
     assert sorted(fakes.started) == ["ps3", "ps4"] and fakes.stopped == []
+    assert rec["new_servers"] == {"ps3": 4242, "ps4": 4242}
     # the new bank's points went in, and /32 routes were replaced rather than added beside
     pushed = [cmd for _, cmds in fakes.pushes for cmd in cmds]
     assert any(cmd.startswith("table_add MyIngress.agg_points MyIngress.agg_point 3 ") for cmd in pushed)
@@ -278,6 +280,7 @@ def test_controller_decides_from_polled_rates_and_hands_over_at_an_iteration(tmp
     fakes.events[plan.workers[0]].append(ev("last_result", 2))
     c.step()
     assert sorted(fakes.stopped) == ["ps1", "ps2"] and c.pending is None and rec["retired"]
+    assert sorted(fakes.bound) == ["ps3", "ps4"]       # the successors took the ports over
     removed = [cmd for _, cmds in fakes.pushes[n:] for cmd in cmds]
     assert any(cmd.startswith("table_delete MyIngress.agg_points") for cmd in removed)
     assert any(cmd.startswith("mc_mgrp_destroy") for cmd in removed)

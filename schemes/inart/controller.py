@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,9 @@ from schemes.inart.split import InartPlan
 from schemes.inart.switchover import (all_moved_on, next_bank, polled_interfaces, rates_from_tc,
                                       same_plan, switchover_iteration, write_plan_file)
 
-READY_TEXT = "inart root "      # what root_server.py logs once its socket is bound
+READY_TEXT = "slots, children"   # root_server.py logs this once its socket is bound
+WAITING_TEXT = "inart root: waiting for the port"   # ... and while the old root holds it
+PORT_WAIT_S = 3600.0             # a successor waits for its port until the old root is retired
 _ENTRY = "added with handle "
 
 
@@ -44,6 +46,7 @@ class Pending:
     iteration: int
     servers: list[Server]                 # the old plan's root servers
     removal: dict[str, list[str]]         # switch -> commands that remove the old plan's points
+    successors: list[Server]              # the new plan's root servers, waiting for their ports
 
 
 def make_controller(graph, scenario, o, plan: Plan, hooks: RunHooks):
@@ -149,10 +152,11 @@ class ReplanController(threading.Thread):
             added[sw] = removal_commands(cmds, self.hooks.push(sw, cmds))
         old_routes = self.routes
         self._update_routes(p.runtime["routes"])
-        started = []
+        started, pids = [], {}
         try:
-            for s in p.servers:
-                self.hooks.start_server(s, READY_TEXT)
+            for s in p.servers:     # one UDP port per host: it binds once the old root stops
+                s = replace(s, args=s.args + ("--wait-port", str(PORT_WAIT_S)))
+                pids[s.name] = self.hooks.start_server(s, WAITING_TEXT)
                 started.append(s)
             i = switchover_iteration(self.hooks.worker_events(), self.o.replan_ahead,
                                      self.scenario_iterations)
@@ -172,10 +176,10 @@ class ReplanController(threading.Thread):
                "new_jobs": list(p.info["jobs"]), "bank": bank,
                "install_s": round(time.monotonic() - t0, 3),
                "route_updates": self._last_route_updates, "new_trees": p.info["trees"],
-               "new_paths": p.info["paths"], "retired": False}
+               "new_paths": p.info["paths"], "new_servers": pids, "retired": False}
         self.hooks.record("replan", **rec)
         self.plans.append(rec)
-        self.pending = Pending(self.seq, i, self.servers, self.removal)
+        self.pending = Pending(self.seq, i, self.servers, self.removal, started)
         self.current, self.bank, self.servers, self.removal = new, bank, list(p.servers), added
 
     def _jobs(self, bank: int) -> list[int]:
@@ -212,10 +216,13 @@ class ReplanController(threading.Thread):
     def _retire(self) -> None:
         pend, self.pending = self.pending, None
         stats = {s.name: self.hooks.stop_server(s.name) for s in pend.servers}
+        for s in pend.successors:        # they take the ports over
+            self.hooks.wait_server(s.name, READY_TEXT)
         for sw, cmds in pend.removal.items():
             self.hooks.push(sw, cmds)
         rec = next(r for r in self.plans if r["seq"] == pend.seq)
         rec["retired"] = True
+        rec["old_server_stats"] = stats
         self.hooks.record("replan_retired", seq=pend.seq, from_iteration=pend.iteration,
                           servers_stopped=sorted(stats),
                           entries_removed=sum(len(c) for c in pend.removal.values()))

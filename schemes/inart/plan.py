@@ -14,6 +14,9 @@ servers and the workers' client configurations.
               routes that carry every stream along its planned path (control/path_routes)
     comm      per worker: one ina ClientConfig per PS (same order as shares) and the
               shares; the worker cuts its quantized gradient into value ranges by them
+    banks     with replan_interval_s set, a plan is bank 0 of two (switchover.bank_layout):
+              its jobs, half of each switch's slots, groups and ids; `materialize` turns a
+              later plan into the other bank's entries for controller.py
 """
 from __future__ import annotations
 
