@@ -331,3 +331,11 @@ def test_controller_stops_when_no_switch_over_fits_and_reports_errors(tmp_path):
 def test_rates_from_tc_reads_htb_classes_and_skips_unreadable_ones():
     assert rates_from_tc({("a", "b"): tc_text(12.5), ("b", "a"): ""}) == {("a", "b"): 12.5}
     assert np.isclose(rates_from_tc({("a", "b"): tc_text(2500)})[("a", "b")], 2500)
+
+
+def test_controller_removes_each_node_of_the_first_plan_once_even_with_equal_commands(tmp_path):
+    c, fakes, g, plan = controller(tmp_path)
+    for sw, cmds in c.removal.items():
+        destroyed = [x for x in cmds if x.startswith("mc_node_destroy")]
+        assert len(destroyed) == len(set(destroyed)) == \
+            sum(1 for x in plan.runtime["agg_commands"][sw] if x.startswith("mc_node_create")), sw

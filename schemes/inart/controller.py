@@ -85,12 +85,17 @@ class ReplanController(threading.Thread):
         """Handles of the first plan's path routes; the commands that remove its points."""
         handles, removal = {}, {}
         for sw, (cmds, replies) in pushed.items():
-            reply_of = dict(zip(cmds, replies))
+            # plan() pushes a switch's points first, then its routes; by position, because
+            # two points may hold the same command (mc_node_create <rid> <port>)
+            mine = agg_commands.get(sw, [])
+            if cmds[:len(mine)] != mine:
+                raise ValueError(f"switch {sw}: the commands pushed at setup do not start with "
+                                 "the plan's aggregation points; push the plan's commands as given")
+            if mine:
+                removal[sw] = removal_commands(mine, replies[:len(mine)])
+            reply_of = dict(zip(cmds[len(mine):], replies[len(mine):]))   # one per prefix
             for e in self.routes.get(sw, []):
                 handles[(sw, e.prefix)] = _entry_handle(reply_of[e.command()], e.command())
-            mine = agg_commands.get(sw, [])
-            if mine:
-                removal[sw] = removal_commands(mine, [reply_of[c] for c in mine])
         return handles, removal
 
     # ------------------------------------------------------------------ thread
