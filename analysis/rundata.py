@@ -210,8 +210,9 @@ class RunData:
         """(spans, markers) of background traffic and failures in real s since the job's
         start (analysis/disturbance_marks.py), None when the run had neither."""
         from analysis.disturbance_marks import disturbance_marks
-        recs = [r for r in self.run_events()
-                if r.get("event") not in ("workload_start", "bandwidth_change")]
+        recs = [r for r in self.run_events()     # re-plans (inart) are the scheme's, not marks
+                if r.get("event") not in ("workload_start", "bandwidth_change")
+                and not str(r.get("event", "")).startswith("replan")]
         if not recs:
             return None
         end = M.makespan(self.records) / self.dilation if end_s is None else end_s

@@ -35,6 +35,7 @@ GEN_REGISTER = "MyIngress.r_gen"
 FIRST_GROUP = 1
 _NODE_REF = re.compile(r"\$n(\d+)")
 _HANDLE = re.compile(r"handle (\d+)")
+_ENTRY_HANDLE = re.compile(r"added with handle (\d+)")
 
 
 def _port_toward(g: nx.Graph, switch: str, node: str) -> int:
@@ -43,9 +44,13 @@ def _port_toward(g: nx.Graph, switch: str, node: str) -> int:
 
 
 def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS,
-                    reset_registers: bool = True) -> dict[str, list[str]]:
+                    reset_registers: bool = True, slot_base: int = 0,
+                    first_group: int = FIRST_GROUP, first_rid: int = 1) -> dict[str, list[str]]:
     """Commands per switch for all jobs' trees together (slot ranges, groups and
-    replication ids must not collide between jobs on one switch)."""
+    replication ids must not collide between jobs on one switch). The points take slots
+    slot_base .. slot_base + slots - 1, groups from first_group, replication ids from
+    first_rid: a second set of trees installed beside a first one (InArt's re-planning)
+    passes ranges the first does not use."""
     jobs = [t.job for t in trees]
     if len(set(jobs)) != len(jobs):
         raise ValueError(f"job ids must be unique, got {jobs}")
@@ -59,15 +64,16 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
             if not hosted_by_switch(g, p):
                 continue        # a server at the root (InArt) runs its point itself
             cmds = out.setdefault(p.switch, [])
-            base = next_base.get(p.switch, 0)
+            base = next_base.get(p.switch, slot_base)
             held = tree.slots_at(p)
-            if base + held > slots:
-                raise ValueError(f"switch {p.switch} has {slots} aggregation slots but its points "
-                                 f"need {base + held}: lower scheme_options.window or compile "
+            if base + held > slot_base + slots:
+                raise ValueError(f"switch {p.switch} has {slots} aggregation slots for these trees "
+                                 f"but its points need {base - slot_base + held}: lower "
+                                 "scheme_options.window or compile "
                                  "p4/aggregation.p4 with a larger -DAGG_SLOTS (below a server, "
                                  "a point may hold fewer slots: agg_tree's point_slots)")
             next_base[p.switch] = base + held
-            grp = next_group.get(p.switch, FIRST_GROUP)
+            grp = next_group.get(p.switch, first_group)
             next_group[p.switch] = grp + 1
             parent = tree.points[p.parent] if p.parent else None
             params = (f"{p.job} {p.address} => {int(p.is_root)} {base} {held} {p.fan_in} {grp} "
@@ -87,7 +93,7 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
             for c in p.children:
                 key = (c.address, c.mac)
                 if key not in sw_rids:
-                    sw_rids[key] = len(sw_rids) + 1
+                    sw_rids[key] = len(sw_rids) + first_rid
                     cmds.append(f"table_add {CHILD_TABLE} {CHILD_ACTION} {sw_rids[key]} => {c.address} {c.mac}")
                 n = nodes_created.get(p.switch, 0)
                 nodes_created[p.switch] = n + 1
@@ -127,6 +133,37 @@ def fit_slots(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS) -> 
                 short[p.switch] = n
         out.append(short)
     return out
+
+
+def removal_commands(commands: list[str], replies: list[str]) -> list[str]:
+    """What undoes `commands` once `push` ran them and returned `replies`: every table entry
+    deleted by its handle, every multicast node dissociated and destroyed, every group
+    destroyed (both backends' syntax; register writes need no undo). Nodes go before their
+    groups, and groups before the entries that name them."""
+    if len(commands) != len(replies):
+        raise ValueError(f"{len(commands)} commands but {len(replies)} replies: pass push's "
+                         "replies for exactly the commands pushed")
+    nodes: list[int] = []
+    tables, unlink, groups = [], [], []
+    for cmd, reply in zip(commands, replies):
+        words = cmd.split()
+        if words[0] == "mc_node_create":
+            m = _HANDLE.search(reply)
+            if not m:
+                raise ValueError(f"no node handle in the reply to `{cmd}`: {reply.strip()}")
+            nodes.append(int(m.group(1)))
+        elif words[0] == "mc_node_associate":
+            ref = _NODE_REF.fullmatch(words[2])
+            node = nodes[int(ref.group(1))] if ref else int(words[2])
+            unlink += [f"mc_node_dissociate {words[1]} {node}", f"mc_node_destroy {node}"]
+        elif words[0] == "mc_mgrp_create":
+            groups.append(f"mc_mgrp_destroy {words[1]}")
+        elif words[0] == "table_add":
+            m = _ENTRY_HANDLE.search(reply)
+            if not m:
+                raise ValueError(f"no entry handle in the reply to `{cmd}`: {reply.strip()}")
+            tables.append(f"table_delete {words[1]} {m.group(1)}")
+    return unlink + groups + tables
 
 
 def push(client, commands: list[str]) -> list[str]:

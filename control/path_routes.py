@@ -17,11 +17,11 @@ that last hop is the only one anyway.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import networkx as nx
 
-from control.routes import RouteEntry, compute_routes, lpm_lookup
+from control.routes import ACTION, TABLE, RouteEntry, compute_routes, lpm_lookup
 from topologies.ports import port_to
 
 
@@ -88,3 +88,46 @@ def with_base_routes(g: nx.Graph, extra: PathRoutes) -> dict[str, list[RouteEntr
     for sw, es in extra.entries.items():
         tables.setdefault(sw, []).extend(es)
     return tables
+
+
+@dataclass(frozen=True)
+class RouteUpdate:
+    """One change of a switch's /32 path routes when a plan replaces another."""
+    switch: str
+    prefix: str
+    kind: str                  # "add", "modify" or "delete"
+    command: str               # the runtime command (simple_switch_CLI syntax, both backends)
+
+
+def route_updates(old: Mapping[str, Sequence[RouteEntry]], new: Mapping[str, Sequence[RouteEntry]],
+                  handles: Mapping[tuple[str, str], int]) -> list[RouteUpdate]:
+    """The commands that turn switches holding the `old` /32 entries into ones holding the
+    `new`: table_modify where a prefix's next hop changed, table_add for a new prefix,
+    table_delete for one the new plan no longer routes. `handles` maps (switch, prefix) of
+    every old entry to its table handle (from table_add's reply). One destination has one
+    entry per switch, so a plan's entries cannot be added beside another's: they replace
+    them. Updates come switch by switch; within a switch, additions and changes before
+    deletions."""
+    out: list[RouteUpdate] = []
+    for sw in sorted(set(old) | set(new)):
+        before = {e.prefix: e for e in old.get(sw, ())}
+        after = {e.prefix: e for e in new.get(sw, ())}
+        for prefix, e in after.items():
+            was = before.get(prefix)
+            if was is None:
+                out.append(RouteUpdate(sw, prefix, "add", e.command()))
+            elif (was.next_hop, was.dst_mac, was.port) != (e.next_hop, e.dst_mac, e.port):
+                out.append(RouteUpdate(sw, prefix, "modify", f"table_modify {TABLE} {ACTION} "
+                                       f"{_handle(handles, sw, prefix)} {e.dst_mac} {e.port}"))
+        for prefix in before.keys() - after.keys():
+            out.append(RouteUpdate(sw, prefix, "delete",
+                                   f"table_delete {TABLE} {_handle(handles, sw, prefix)}"))
+    return out
+
+
+def _handle(handles: Mapping[tuple[str, str], int], sw: str, prefix: str) -> int:
+    try:
+        return handles[(sw, prefix)]
+    except KeyError:
+        raise ValueError(f"switch {sw}: no table handle recorded for the route to {prefix}; "
+                         "record every path route's handle from its table_add reply") from None

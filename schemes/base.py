@@ -18,6 +18,7 @@ and `__init__.py`, which declares `SCHEME = Scheme(...)`. The registry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,23 @@ class Plan:
     info: dict = field(default_factory=dict)              # recorded in summary.json ("app")
     communicator: str | None = None   # "module:Class" for this plan's workers when it is not the
                                       # scheme's (ps in ssp/asp: its asynchronous communicator)
+    runtime: dict = field(default_factory=dict, repr=False)   # what the scheme's run-time
+                                                          # controller needs (not recorded)
+
+
+@dataclass
+class RunHooks:
+    """What a scheme's run-time controller may do to the running job; the testbed's App
+    (testbed/scheme_app.py) provides them, tests provide fakes."""
+    run_dir: Path
+    pushed: dict[str, tuple[list[str], list[str]]]   # switch -> (commands, replies) of setup
+    push: Callable[[str, list[str]], list[str]]      # push(switch, commands) -> replies
+    start_server: Callable[[Server, str], int]       # start, wait for this text in its log -> pid
+    wait_server: Callable[[str, str], None]          # wait for this text in a server's log
+    stop_server: Callable[[str], dict]               # SIGTERM, wait, its JSON stats line
+    worker_events: Callable[[], dict[str, list[dict]]]   # worker -> its events so far
+    record: Callable[..., dict]                      # record(event, **fields): run_events.jsonl
+    read_tc: Callable[[str], str]                    # `tc class show dev X` (root namespace)
 
 
 @dataclass(frozen=True)
@@ -67,6 +85,11 @@ class Scheme:
     modes: tuple[str, ...] = ("bsp",)   # training modes it runs (workers/training_modes.py)
     mode_problems: Callable | None = None   # mode_problems(options, mode) -> [(field path,
                                      # problem)]: options that cannot run in that mode
+    controller: Callable | None = None   # controller(graph, scenario, options, plan, hooks)
+                                     # -> a thread-like object (start, stop, summary) that
+                                     # changes the job while it runs, or None when the
+                                     # options leave it off; built before the workers'
+                                     # configurations are written (it may add to plan.comm)
 
     def parse_options(self, raw: dict | None) -> Options:
         return self.options.model_validate(dict(raw or {}))

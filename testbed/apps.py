@@ -27,6 +27,7 @@ class RunContext:
     iterations: int | None
     duration_s: float | None
     backend: str = "softswitch"  # for runtime clients only; apps never branch on it
+    run_log: object = None      # testbed.run_events.RunEventLog: what the app did to the job
 
     def client(self, switch: str):
         """The runtime client of one switch (simple_switch_CLI language, either backend)."""

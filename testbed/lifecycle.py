@@ -258,7 +258,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                                   events_dir=run_dir / "events", record=record,
                                   iterations=scn.iterations,
                                   duration_s=scn.duration_s * s if scn.duration_s else None,
-                                  backend=backend)
+                                  backend=backend, run_log=run_log)
             app.setup(ctx)
             effects = NetworkEffects(net, graph, scn, run_dir, record, app.process,
                                      app.process_names(graph))
@@ -305,7 +305,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             if driver is not None:
                 state["bandwidth_changes"] = driver.applied
             state["disturbances"] = [r for r in run_log.records
-                                     if r["event"] not in ("workload_start", "bandwidth_change")]
+                                     if r["event"] not in ("workload_start", "bandwidth_change")
+                                     and not r["event"].startswith("replan")]
             summary = results.summary(
                 complete=state["complete"], reason=state["reason"], started_monotonic=t_start,
                 app_summary=state["app"], health=state["health"], warnings=state["warnings"],

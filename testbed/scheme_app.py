@@ -11,6 +11,9 @@
                            died ends the run with its name instead of a wait for timeouts
     collect()              the plan's facts, the servers' stats, errors (the metrics come
                            from the one measurement pipeline, not from here)
+    controller             the scheme's run-time controller (Scheme.controller, e.g. inart's
+                           re-planning), built in setup with RunHooks, started with the
+                           workers, stopped first in collect and stop
     process(kind, name)    a started process by kind ("server", "worker") and name, for
                            failure injection (testbed/disturbance_driver.py); what a
                            scenario may name: process_names()
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 
 import schemes
-from schemes.base import Plan
+from schemes.base import Plan, RunHooks, Server
 from testbed.apps import App, RunContext, WorkerProgress
 from testbed.tcp import process_env
 from topologies.graph import host_id
@@ -67,6 +70,9 @@ class SchemeApp(App):
         self.configs: dict[str, dict] = {}
         self.procs: list[tuple[str, str, subprocess.Popen]] = []   # (kind, name, process)
         self.go_file: Path | None = None
+        self.servers: list[Server] = []       # every server started: the plan's and later ones
+        self.pushed: dict[str, tuple[list[str], list[str]]] = {}   # setup's commands, replies
+        self.controller = None
 
     # ------------------------------------------------------------------ before the run
     def plan(self, graph, scenario) -> Plan:
@@ -74,26 +80,44 @@ class SchemeApp(App):
         return self.plan_
 
     def setup(self, ctx: RunContext) -> None:
-        from control.agg_entries import push
         self.ctx = ctx
         plan = self.plan_ or self.plan(ctx.graph, ctx.scenario)
         for sw, cmds in plan.switch_commands.items():
-            client = ctx.client(sw)
-            try:
-                push(client, cmds)
-            except RuntimeError as e:
-                raise RuntimeError(f"switch {sw}: {e} (switch log: "
-                                   f"{getattr(ctx.net[sw], 'log_file', '?')})") from None
-            finally:
-                client.close()
+            self.pushed[sw] = (list(cmds), self.push_commands(sw, cmds))
         ctx.events_dir.mkdir(parents=True, exist_ok=True)
         cfg_dir = ctx.run_dir / "workers"
         cfg_dir.mkdir(exist_ok=True)
         self.go_file = cfg_dir / "start"
+        if self.scheme.controller is not None:   # may add to the workers' comm: before configs
+            self.controller = self.scheme.controller(ctx.graph, ctx.scenario, self.opts, plan,
+                                                     self.hooks())
         self.configs = worker_configs(ctx.graph, ctx.scenario, self.scheme, self.opts, plan,
                                       ctx.events_dir, self.go_file, ctx.iterations, ctx.duration_s)
         for w, c in self.configs.items():
             (cfg_dir / f"{w}.json").write_text(json.dumps(c, indent=1))
+
+    def push_commands(self, sw: str, cmds: list[str]) -> list[str]:
+        """Run commands on one switch (agg_entries.push: node handles substituted)."""
+        from control.agg_entries import push
+        client = self.ctx.client(sw)
+        try:
+            return push(client, cmds)
+        except RuntimeError as e:
+            raise RuntimeError(f"switch {sw}: {e} (switch log: "
+                               f"{getattr(self.ctx.net[sw], 'log_file', '?')})") from None
+        finally:
+            client.close()
+
+    def hooks(self) -> RunHooks:
+        return RunHooks(run_dir=self.ctx.run_dir, pushed=self.pushed, push=self.push_commands,
+                        start_server=self.start_server, wait_server=self.wait_server,
+                        stop_server=self.stop_server,
+                        worker_events=lambda: {w: self._events(w) for w in self.configs},
+                        record=self._record, read_tc=_read_tc)
+
+    def _record(self, event: str, **fields) -> dict:
+        log = self.ctx.run_log
+        return log.write(event, **fields) if log is not None else {"event": event, **fields}
 
     # ------------------------------------------------------------------ the run
     def _popen(self, kind: str, name: str, host: str, args: list[str], log: Path):
@@ -109,13 +133,52 @@ class SchemeApp(App):
         logs = self.ctx.run_dir / "logs"
         logs.mkdir(exist_ok=True)
         for s in self.plan_.servers:
-            self._popen("server", s.name, s.host, ["-m", s.module, *s.args],
-                        logs / f"server-{s.name}.log")
+            self._start_server_process(s)
         for w in self.configs:
             self._popen("worker", w, w, ["-m", "workers.worker", str(self.go_file.parent / f"{w}.json")],
                         logs / f"{w}.worker.log")
         self._wait_ready()
         self.go_file.touch()
+        if self.controller is not None:
+            self.controller.start()
+
+    def _start_server_process(self, s: Server):
+        self.servers.append(s)
+        return self._popen("server", s.name, s.host, ["-m", s.module, *s.args],
+                           self.ctx.run_dir / "logs" / f"server-{s.name}.log")
+
+    def start_server(self, s: Server, ready_text: str, timeout_s: float = 30.0) -> int:
+        """Start a server while the job runs, wait until its log shows ready_text; its pid."""
+        p = self._start_server_process(s)
+        self.wait_server(s.name, ready_text, timeout_s)
+        return p.pid
+
+    def wait_server(self, name: str, ready_text: str, timeout_s: float = 30.0) -> None:
+        """Wait until a started server's log shows ready_text (it died or timed out: raise)."""
+        p, s = self.process("server", name), next(s for s in self.servers if s.name == name)
+        log = self.ctx.run_dir / "logs" / f"server-{s.name}.log"
+        t0 = time.monotonic()
+        while ready_text not in (log.read_text(errors="replace") if log.exists() else ""):
+            if p.poll() is not None:
+                raise RuntimeError(f"server {s.name} exited with {p.returncode} while starting "
+                                   f"(see logs/server-{s.name}.log)")
+            if time.monotonic() - t0 > timeout_s:
+                raise RuntimeError(f"server {s.name} not ready after {timeout_s:.0f} s "
+                                   f"(see logs/server-{s.name}.log)")
+            time.sleep(0.02)
+
+    def stop_server(self, name: str) -> dict:
+        """SIGTERM one server, wait for it, and return its stats line."""
+        p = self.process("server", name)
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(3)
+        s = next(s for s in self.servers if s.name == name)
+        return self._server_stat(s)
 
     def _wait_ready(self) -> None:
         t0 = time.monotonic()
@@ -143,7 +206,7 @@ class SchemeApp(App):
         return read_events(self.ctx.events_dir / f"{w}.jsonl")
 
     def _dead_server(self) -> str | None:
-        for kind, name, p in self.procs:
+        for kind, name, p in list(self.procs):
             if kind == "server" and p.poll() not in (None, 0):
                 return f"{self.name} server {name} exited with {p.returncode} (see logs/server-{name}.log)"
         return None
@@ -168,9 +231,15 @@ class SchemeApp(App):
         return out
 
     def collect(self) -> dict:
+        extra = {}
+        if self.controller is not None:    # no switch-over may start while servers stop
+            self.controller.stop()
+            extra["replan"] = self.controller.summary()
         errors = {p.worker: p.error for p in self.progress() if p.error}
-        signalled = {s.name for s in self.plan_.servers if s.ends_by_signal}
-        for kind, name, p in self.procs:   # servers print their stats once the last BYE arrived
+        if extra.get("replan", {}).get("error"):
+            errors["replan controller"] = extra["replan"]["error"]
+        signalled = {s.name for s in self.servers if s.ends_by_signal}
+        for kind, name, p in list(self.procs):   # servers print their stats once the last BYE arrived
             if kind == "server" and name in signalled and p.poll() is None:
                 p.terminate()              # ... or, serving until told, once told
         for kind, _, p in self.procs:
@@ -181,17 +250,17 @@ class SchemeApp(App):
                     pass
         return {"app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
                 "ranks": list(self.configs), **self.plan_.info,
-                "servers": self._server_stats(), "errors": errors}
+                "servers": self._server_stats(), "errors": errors, **extra}
 
     def _server_stats(self) -> dict:
-        out = {}
-        for s in self.plan_.servers:
-            try:
-                lines = (self.ctx.run_dir / "logs" / f"server-{s.name}.log").read_text().splitlines()
-                out[s.name] = dict(json.loads(lines[-1]), host=s.host)
-            except (OSError, ValueError, IndexError):
-                out[s.name] = {"host": s.host, "stats": "missing"}
-        return out
+        return {s.name: self._server_stat(s) for s in self.servers}
+
+    def _server_stat(self, s: Server) -> dict:
+        try:
+            lines = (self.ctx.run_dir / "logs" / f"server-{s.name}.log").read_text().splitlines()
+            return dict(json.loads(lines[-1]), host=s.host)
+        except (OSError, ValueError, IndexError):
+            return {"host": s.host, "stats": "missing"}
 
     def process(self, kind: str, name: str) -> subprocess.Popen | None:
         """The process started as (kind, name), None before it is started."""
@@ -203,6 +272,8 @@ class SchemeApp(App):
         return process_names(self.plan_, graph)
 
     def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
         for _, _, p in self.procs:
             if p.poll() is None:
                 p.terminate()
@@ -212,6 +283,12 @@ class SchemeApp(App):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(3)
+
+
+def _read_tc(intf: str) -> str:
+    """`tc class show dev X` of a switch interface (switches live in the root namespace)."""
+    p = subprocess.run(["tc", "class", "show", "dev", intf], capture_output=True, text=True)
+    return p.stdout if p.returncode == 0 else ""
 
 
 def make_app(scheme: str, options: dict | None = None) -> SchemeApp:

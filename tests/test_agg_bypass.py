@@ -343,7 +343,7 @@ def test_fit_slots_serves_the_first_trees_whole_and_the_rest_with_what_is_left()
     cmds = switch_commands(g(), fitted, slots=6)["s1r1"]      # fits now: 4 + 2 + 0 slots
     points = [c.split("=>")[1].split() for c in cmds if c.startswith("table_add MyIngress.agg_points")]
     assert [(p[1], p[2]) for p in points] == [("0", "4"), ("4", "2"), ("6", "0")]
-    with pytest.raises(ValueError, match="has 6 aggregation slots but its points need 8"):
+    with pytest.raises(ValueError, match="has 6 aggregation slots for these trees but its points need 8"):
         switch_commands(g(), trees, slots=6)
 
 

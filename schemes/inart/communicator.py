@@ -8,14 +8,21 @@ job `job + k` through the switches the plan chose for PS k to PS k (workers/ina_
 .aggregate_many: each part has its own client, window and congestion control, so a slow
 PS's part does not hold back the others' sending); join and dequantize.
 
+With re-planning on, comm also names `replan_dir`, the run's switch-over folder: as an
+iteration's aggregation starts, the next plan found there (switchover.PlanFollower) replaces
+the clients and shares at exactly the iteration it names, the same one on every worker, so
+every part of every iteration is summed by one plan's trees. The socket, the quantization
+exponent (clip and worker count do not change) and the traffic counters carry over.
+
 comm (schemes/inart/plan.py): clients (one ClientConfig's fields per PS), shares, clip,
-rto_margin_s, aggregate_timeout_s (optional).
+rto_margin_s, aggregate_timeout_s (optional), replan_dir (optional).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from schemes.inart.split import value_ranges
+from schemes.inart.switchover import PlanFollower
 from workers import ina_udp, quantize
 from workers.communicator import CommunicatorBase, Counters, Me
 from workers.ina_client import ClientConfig, InaClient
@@ -23,13 +30,10 @@ from workers.ina_client import ClientConfig, InaClient
 
 class InartCommunicator(CommunicatorBase):
     def __init__(self, comm: dict, me: Me):
-        self.clients = [InaClient(ClientConfig(**c)) for c in comm["clients"]]
-        self.shares = tuple(comm["shares"])
-        if len(self.shares) != len(self.clients):
-            raise ValueError(f"inart: {len(self.shares)} shares for {len(self.clients)} servers")
-        if comm.get("rto_margin_s") is not None:
-            for c in self.clients:      # as ina's communicator: RFC 6298's granularity G
-                c.rtt.granularity = float(comm["rto_margin_s"])
+        self._retired = Counters()      # traffic of the clients earlier plans used
+        self.clients: list[InaClient] = []
+        self._take(comm)
+        self.follower = PlanFollower(comm["replan_dir"], me.name) if comm.get("replan_dir") else None
         self.n = me.n_workers
         self.exponent = quantize.choose_exponent(float(comm["clip"]), self.n)
         self.bound = quantize.sum_error_bound(self.exponent, self.n)
@@ -37,7 +41,24 @@ class InartCommunicator(CommunicatorBase):
         self.sock = ina_udp.open_socket(me.ip)
         self._parts: list[int] = []
 
+    def _take(self, comm: dict) -> None:
+        """Use one plan's clients and shares."""
+        clients = [InaClient(ClientConfig(**c)) for c in comm["clients"]]
+        shares = tuple(comm["shares"])
+        if len(shares) != len(clients):
+            raise ValueError(f"inart: {len(shares)} shares for {len(clients)} servers")
+        if comm.get("rto_margin_s") is not None:
+            for c in clients:           # as ina's communicator: RFC 6298's granularity G
+                c.rtt.granularity = float(comm["rto_margin_s"])
+        if self.clients:
+            self._retired = self._add(self._retired, self._current())
+        self.clients, self.shares = clients, shares
+
     def allreduce(self, grad: np.ndarray, iteration: int) -> np.ndarray:
+        if self.follower is not None:
+            new = self.follower.at(iteration)
+            if new is not None:
+                self._take(new)
         q, saturated = quantize.quantize(grad, self.exponent, self.n)
         ranges = value_ranges(self.shares, q.size)
         self._parts = [b - a for a, b in ranges]
@@ -51,13 +72,22 @@ class InartCommunicator(CommunicatorBase):
                 total[a:b] = next(it)
         return quantize.dequantize(total, self.exponent)
 
-    def counters(self) -> Counters:
+    def _current(self) -> Counters:
         st = [c.stats for c in self.clients]
         return Counters(sum(s.bytes_sent for s in st), sum(s.bytes_received for s in st),
                         sum(s.sent for s in st), sum(s.retransmissions for s in st))
 
+    @staticmethod
+    def _add(a: Counters, b: Counters) -> Counters:
+        return Counters(*(getattr(a, f) + getattr(b, f) for f in Counters.__dataclass_fields__))
+
+    def counters(self) -> Counters:
+        return self._add(self._retired, self._current())
+
     def stats(self) -> dict:
         return {"values_per_server": self._parts,
+                "plan": self.follower.seq if self.follower else 0,
+                "jobs": [c.cfg.job for c in self.clients],
                 "cwnd": [c.cc.cwnd for c in self.clients],
                 "srtt_s": [c.rtt.srtt for c in self.clients]}
 

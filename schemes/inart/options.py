@@ -88,6 +88,13 @@ class InartOptions(InartPlanOptions, InaTransportOptions):
     # worker-server round trip, a power of two in 64..1024), no more than lets a switch hold a
     # point for every PS (plan.auto_window)
     window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
+    # re-planning while the job runs (README.md, "Re-planning at run time"): every this many
+    # emulated seconds the controller reads the WAN and uplink rates back from the kernel;
+    # None: the run keeps its first plan. On, the plan reserves a second bank of jobs, slots,
+    # groups and replication ids on every switch for the next plan
+    replan_interval_s: float | None = Field(None, gt=0)
+    # a new plan takes effect this many iterations after the furthest worker's current one
+    replan_ahead: int = Field(2, ge=2)
 
     @field_validator("window", mode="before")
     @classmethod

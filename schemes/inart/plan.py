@@ -14,6 +14,9 @@ servers and the workers' client configurations.
               routes that carry every stream along its planned path (control/path_routes)
     comm      per worker: one ina ClientConfig per PS (same order as shares) and the
               shares; the worker cuts its quantized gradient into value ranges by them
+    banks     with replan_interval_s set, a plan is bank 0 of two (switchover.bank_layout):
+              its jobs, half of each switch's slots, groups and ids; `materialize` turns a
+              later plan into the other bank's entries for controller.py
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from schemes.inart.baselines import route_shortest
 from schemes.inart.options import InartOptions
 from schemes.inart.routing import aggregation_switches
 from schemes.inart.split import InartPlan, plan_inart
+from schemes.inart.switchover import bank_layout
 from topologies.graph import hosts_by_dc
 from workers.agg_packet import frame_bytes
 
@@ -117,19 +121,39 @@ def build(graph, scenario, o: InartOptions):
                      key=lambda n: graph.nodes[n]["worker_index"])
     if not workers:
         raise ValueError("scheme_options: servers and idle_hosts leave no host for a worker")
+    slots = bank_slots(scenario, o, len(servers))
+    if o.replan_interval_s is not None:   # the planning's switch memory: one bank's
+        o = o.model_copy(update={"slots": min(o.slots, slots)})
     if o.window == "auto":
-        slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
         o = o.model_copy(update={"window": auto_window(graph, workers, servers, k, slots)})
     ip = phases(graph, workers, servers, o, scenario.seed)
-    routing = ip.routing
-    trees = [build_server_tree(graph, o.job + i, srv, dict(routing.node[srv]), o.window)
-             for i, srv in enumerate(servers)]
-    slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
-    short = fit_slots(graph, trees, slots=slots)
-    if any(short) and o.fallback == "ps":
-        trees = [build_server_tree(graph, t.job, srv, dict(routing.node[srv]), o.window, point_slots=sh)
-                 for t, srv, sh in zip(trees, servers, short)]
+    trees = server_trees(graph, ip, o, bank_jobs(o, len(servers), 0), slots)
     return workers, servers, ip, trees, k, o
+
+
+def bank_slots(scenario, o: InartOptions, k: int) -> int:
+    """Slots of a switch one plan may use: all of them, or with re-planning on, one bank's
+    half (the other is the next plan's, switchover.py)."""
+    slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
+    return slots if o.replan_interval_s is None else bank_layout(o.job, k, slots, 0).slots
+
+
+def bank_jobs(o: InartOptions, k: int, bank: int) -> tuple[int, ...]:
+    """PS k's job in bank `bank` (bank 0 without re-planning)."""
+    return tuple(range(o.job + bank * k, o.job + (bank + 1) * k))
+
+
+def server_trees(graph, ip: InartPlan, o: InartOptions, jobs, slots: int):
+    """PS k's tree as job jobs[k], rooted at its host. With fallback "ps", a point gets the
+    slots left at its switch (of `slots`, in PS order: fit_slots) and bypasses the rest of
+    its window to the PS."""
+    def trees(short):
+        return [build_server_tree(graph, jobs[i], srv, dict(ip.routing.node[srv]), o.window,
+                                  point_slots=short[i])
+                for i, srv in enumerate(ip.servers)]
+    whole = trees([{}] * len(ip.servers))
+    short = fit_slots(graph, whole, slots=slots)
+    return trees(short) if any(short) and o.fallback == "ps" else whole
 
 
 def streams(graph, routing, servers) -> list[Stream]:
@@ -164,15 +188,35 @@ def root_server(graph, tree, k: int) -> Server:
 
 
 def plan(graph, scenario, o: InartOptions) -> Plan:
-    workers, servers, ip, trees, k, o = build(graph, scenario, o)
-    slots = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
-    commands = switch_commands(graph, trees, slots=slots)
+    workers, servers, ip, _, k, o = build(graph, scenario, o)
+    p = materialize(graph, scenario, o, ip, k, bank=0)
+    for sw, es in p.runtime["routes"].items():   # the first plan's routes go in with it
+        p.switch_commands.setdefault(sw, []).extend(e.command() for e in es)
+    p.runtime.update(options=o, k=k)
+    return p
+
+
+def materialize(graph, scenario, o: InartOptions, ip: InartPlan, k: int, bank: int = 0) -> Plan:
+    """One plan's trees as bank `bank`'s jobs: their switch entries (switch_commands: the
+    aggregation points only), root servers, the workers' configurations and the record;
+    runtime["routes"]: the /32 path routes (switch -> RouteEntry), apart because a new plan
+    replaces the old one's instead of adding beside them."""
+    servers, workers = list(ip.servers), list(ip.workers)
+    total = int(scenario.switch.defines.get("AGG_SLOTS", DEFAULT_SLOTS))
+    if o.replan_interval_s is None:
+        trees = server_trees(graph, ip, o, bank_jobs(o, len(servers), 0), total)
+        commands = switch_commands(graph, trees, slots=total)
+    else:
+        lay = bank_layout(o.job, len(servers), total, bank)
+        trees = server_trees(graph, ip, o, lay.jobs, lay.slots)
+        commands = switch_commands(graph, trees, slots=lay.slots, slot_base=lay.slot_base,
+                                   first_group=lay.first_group, first_rid=lay.first_rid)
     info_paths: dict = {"mode": o.paths}
+    route_entries: dict = {}
     if o.paths == "planned":
         planned = streams(graph, ip.routing, servers)
         routes = path_routes(graph, planned)
-        for sw, cmds in routes.commands().items():
-            commands.setdefault(sw, []).extend(cmds)
+        route_entries = routes.entries
         tables = with_base_routes(graph, routes)
         off = [{"planned": list(s.path), "routed": list(routed_path(graph, tables, s.path[0], s.dst_ip))}
                for s in planned]
@@ -183,8 +227,10 @@ def plan(graph, scenario, o: InartOptions) -> Plan:
     comm = {w: {"clients": [client_config(graph, scenario, t, o, w, k) for t in trees],
                 "shares": list(ip.shares), "clip": scenario.workload.clip,
                 "rto_margin_s": margin_s} for w in workers}
-    info = {"k": k, "window": o.window, "fallback_slots": {t.job: {p.switch: t.slots_at(p)
-            for p in t.points.values() if p.level != "server" and t.slots_at(p) < t.window} for t in trees}, "jobs": [t.job for t in trees], "server_hosts": servers,
+    fallback = {t.job: {p.switch: t.slots_at(p) for p in t.points.values()
+                        if p.level != "server" and t.slots_at(p) < t.window} for t in trees}
+    info = {"k": k, "window": o.window, "fallback_slots": fallback,
+            "jobs": [t.job for t in trees], "server_hosts": servers,
             "shares": list(ip.shares), "streams": ip.routing.streams(), "routing": o.routing,
             "fan_in": ip.routing.fan_in(), "paths": info_paths,
             "trees": [r for t in trees for r in tree_record(t)],
@@ -192,5 +238,6 @@ def plan(graph, scenario, o: InartOptions) -> Plan:
                          "ingress_mbps": list(ip.ingress_mbps), "method": ip.routing.method,
                          "repaired": [list(r) for r in ip.routing.repaired]}}
     return Plan(workers, comm, [root_server(graph, t, k) for t in trees],
-                switch_commands=commands, info=info)
-
+                switch_commands=commands, info=info,
+                runtime={"inart": ip, "routes": route_entries, "bank": bank,
+                         "agg_commands": {sw: list(c) for sw, c in commands.items()}})

@@ -19,6 +19,7 @@ retransmissions recover it (their duplicates are answered from the stored result
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import select
 import signal
@@ -154,6 +155,20 @@ class RootServer:
                 f"{ev['complete']} complete, {ev['dup_answer']} answered, {ev['bad']} bad")
 
 
+def bind_when_free(make, wait_s: float, poll_s: float = 0.005):
+    """make() until the port is free or wait_s passed (EADDRINUSE is retried, nothing else)."""
+    deadline = time.monotonic() + wait_s
+    if wait_s > 0:
+        print(f"inart root: waiting for the port (up to {wait_s:g} s)", file=sys.stderr, flush=True)
+    while True:
+        try:
+            return make()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                raise
+            time.sleep(poll_s)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m schemes.inart.root_server",
                                 description=__doc__.splitlines()[0])
@@ -171,11 +186,15 @@ def main(argv=None) -> int:
                    help=f"UDP port of every end of the protocol (default {AGG_UDP_PORT})")
     p.add_argument("--progress", type=float, default=10.0,
                    help="seconds between progress lines on stderr (0: none)")
+    p.add_argument("--wait-port", type=float, default=0.0,
+                   help="seconds to wait for the port while another root server on this host "
+                        "still holds it (a re-plan's successor, README.md); 0: fail at once")
     a = p.parse_args(argv)
 
     def serve() -> dict:
         engine = build_engine(a)
-        server = RootServer(engine, a.ip, a.port, progress_s=a.progress)
+        server = bind_when_free(lambda: RootServer(engine, a.ip, a.port, progress_s=a.progress),
+                                a.wait_port)
         signal.signal(signal.SIGTERM, server.stop)
         signal.signal(signal.SIGINT, server.stop)
         return server.serve()
