@@ -11,7 +11,7 @@ import pytest
 
 from schemes.mlfabric.placement import (Bandwidth, choose_aggregator, completion_time,
                                         path_bandwidth, serial_time)
-from schemes.mlfabric.scheduler import Drop, Grant, MlfabricCore
+from schemes.mlfabric.scheduler import Grant, MlfabricCore
 from workers.training_modes import Release
 
 S = 1000   # bytes per update

@@ -26,6 +26,6 @@ def mode_problems(o: MlfabricOptions, mode: str) -> list[tuple[str, str]]:
     """mlfabric is asynchronous (bounded delay): it runs asp only (Scheme.modes refuses bsp and
     ssp first); verify checks a bsp sum, which asp has not."""
     if o.verify:
-        return [("scheme_options.verify", f"verify checks bsp's sum over workers; mlfabric applies "
-                                          f"updates one group at a time: set verify: false")]
+        return [("scheme_options.verify", "verify checks bsp's sum over workers; mlfabric applies "
+                                          "updates one group at a time: set verify: false")]
     return []
