@@ -81,7 +81,8 @@ class ReplicaServer(FabricServer):
         self.heads_in.sock.settimeout(None)   # silent while the job computes: that is fine
         _, _, m = self.data.recv(fr.MODEL_INIT, what="the initial model")
         self.model = m.copy()
-        threading.Thread(target=self._read_heads, daemon=True).start()
+        heads = threading.Thread(target=self._read_heads, daemon=True)
+        heads.start()
         self.data.sock.settimeout(None)       # the primary may be idle for long; death shows as EOF
         while True:
             try:
@@ -89,7 +90,8 @@ class ReplicaServer(FabricServer):
             except fr.PeerError as e:
                 self._lost(str(e))
                 return True
-            if kind == fr.BYE:
+            if kind == fr.BYE:     # a normal end: read the heads channel to its end, so
+                heads.join(self.timeout_s)   # the primary's last notices are not refused
                 return False
             if kind != W.REPL or tag != self.replica_version + 1 or arr.size != self.model.size:
                 raise fr.PeerError(f"{self.data.peer}: frame kind {kind} tag {tag} where version "
