@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "netstorm": "schemes.netstorm",  # multi-root trees + auxiliary multipath (NetStorm)
     "libra": "schemes.libra",        # hot rows in the switch, cold rows to a PS (Libra)
     "inart": "schemes.inart",        # multi-PS split + INA route selection (InArt)
+    "mlfabric": "schemes.mlfabric",  # async PS, ordered transfers, failover replica (MLfabric)
 }
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 

@@ -42,6 +42,8 @@ class Server:
     ends_by_signal: bool = False    # serves until SIGTERM (a UDP root server has no BYE to end
                                     # on): the app stops it once the workers are done, then
                                     # reads its stats
+    replaced_on_death: bool = False # another server takes over when it dies (mlfabric's primary,
+                                    # its replica): its death alone does not end the run
 
 
 @dataclass

@@ -357,8 +357,8 @@ def _training_mode(scn: Scenario, emulation_limits: bool) -> list[Problem]:
         able = [n for n in schemes.NAMES if mode in schemes.get(n).modes]
         return [Problem("training.mode", f"scheme {scn.scheme} runs {', '.join(scheme.modes)} only, "
                                          f"not {mode} (schemes that run {mode}: "
-                                         f"{', '.join(able) or 'none'}); set training.mode: bsp "
-                                         f"or change the scheme")]
+                                         f"{', '.join(able) or 'none'}); set training.mode: "
+                                         f"{scheme.modes[0]} or change the scheme")]
     if scheme.mode_problems is None:
         return []
     try:

@@ -206,8 +206,9 @@ class SchemeApp(App):
         return read_events(self.ctx.events_dir / f"{w}.jsonl")
 
     def _dead_server(self) -> str | None:
+        replaced = {s.name for s in self.plan_.servers if s.replaced_on_death}
         for kind, name, p in list(self.procs):
-            if kind == "server" and p.poll() not in (None, 0):
+            if kind == "server" and name not in replaced and p.poll() not in (None, 0):
                 return f"{self.name} server {name} exited with {p.returncode} (see logs/server-{name}.log)"
         return None
 

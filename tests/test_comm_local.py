@@ -430,7 +430,9 @@ def test_worker_processes_train_through_a_ps_process(tmp_path):
 def geo_plan(scheme, opts, prefix=""):
     from testbed.scenario import load_scenario
     from topologies.graph import build_graph
-    scn = load_scenario(str(REPO / "scenarios" / "geo-3dc.yaml"), [f"scheme={scheme}"])
+    modes = schemes.get(scheme).modes   # a scheme without bsp (mlfabric) plans in its first mode
+    mode = [] if "bsp" in modes else [f"training.mode={modes[0]}"]
+    scn = load_scenario(str(REPO / "scenarios" / "geo-3dc.yaml"), [f"scheme={scheme}", *mode])
     g = build_graph(scn, prefix=prefix)
     sch = schemes.get(scheme)
     return g, sch.plan(g, scn, sch.parse_options(opts))

@@ -54,7 +54,8 @@ def tcp_bytes(payload, acks=False):
 def test_every_scheme_has_a_model_whose_terms_add_up():
     for name in schemes.NAMES:
         assert schemes.get(name).model is not None, name
-        p = predict(scn(name, 2, 2))
+        modes = schemes.get(name).modes
+        p = predict(scn(name, 2, 2, extra="" if "bsp" in modes else f"training: {{mode: {modes[0]}}}"))
         assert p.kind == "model"
         assert p.iteration_s == pytest.approx(sum(p.terms.values()))
         assert p.iteration_s > 0 and p.wan_bytes_per_iteration > 0

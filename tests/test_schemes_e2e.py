@@ -30,7 +30,8 @@ from testbed.lifecycle import RunOptions, run_scenario
 pytestmark = pytest.mark.mininet
 
 REPO = Path(__file__).resolve().parent.parent
-SCHEMES = schemes.NAMES
+SCHEMES = tuple(n for n in schemes.NAMES if "bsp" in schemes.get(n).modes)   # mlfabric: asp only
+                                                                              # (test_mlfabric_e2e.py)
 ITERATIONS = 3
 PER_ITERATION = ("iteration_start", "compute_end", "first_send", "last_result", "iteration_end")
 

@@ -33,7 +33,7 @@ def test_default_is_bsp_and_ssp_takes_its_bound():
     (["training.mode=asp", "training.staleness=2"], "training.staleness: only ssp has a staleness bound"),
     (["training.staleness=1"], "training.staleness: only ssp has a staleness bound (bsp has 0)"),
     (["scheme=ring", "training.mode=asp"],
-     "training.mode: scheme ring runs bsp only, not asp (schemes that run asp: ps); set training.mode: bsp"),
+     "training.mode: scheme ring runs bsp only, not asp (schemes that run asp: ps, mlfabric); set training.mode: bsp"),
     (["scheme=geo-ina", "training.mode=ssp", "training.staleness=1"], "training.mode: scheme geo-ina runs bsp only"),
     (["training.mode=ssp", "training.staleness=1", "scheme_options.shards=2"],
      "scheme_options.shards: ssp runs one server holding the whole model (got 2 shards); set shards: 1"),

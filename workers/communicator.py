@@ -72,7 +72,8 @@ class Pulled:
     model: np.ndarray      # float32: the newest model
     version: int           # its version (updates applied)
     clock: int             # its clock (workers/training_modes.py)
-    applied_at: int        # the version the pushed update was applied to
+    applied_at: int | None   # the version the pushed update was applied to (None: it was
+                             # not applied: dropped, or lost with a failed server)
 
 
 def float_sum_bound(grads: list[np.ndarray]) -> float:

@@ -204,7 +204,10 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
                 t_last = log.log("last_result", iteration=it)["t"]
                 work.load_model(pulled.model)
                 total, stop = pulled.model, bool(time_up)
-                update = Applied(cfg.index, it, read[0], read[1], pulled.applied_at)
+                # applied_at None: the update was not applied (mlfabric: dropped past its
+                # maximum delay, or lost with a server that died): no update record
+                update = None if pulled.applied_at is None else \
+                    Applied(cfg.index, it, read[0], read[1], pulled.applied_at)
                 read = (pulled.version, pulled.clock)
             t_end = clock()
             counts = comm.counters().minus(before)
@@ -219,7 +222,7 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
                     compute_s=t_comp - t_start, comm_s=t_last - t_send, gradient_bytes=grad_bytes,
                     **counts, batch_loss=batch_loss, **tested, stragglers=reasons,
                     result_sha1=hashlib.sha1(np.ascontiguousarray(total, np.float32)).hexdigest(),
-                    comm_stats=comm.stats(), update=update.record(),
+                    comm_stats=comm.stats(), update=update.record() if update else None,
                     model_version=it + 1 if mode == "bsp" else read[0], **extra)
             done = it + 1
             if stop:

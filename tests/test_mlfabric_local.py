@@ -1,0 +1,202 @@
+"""mlfabric on loopback (no root, no Mininet): the primary and the replica as processes on
+127.0.0.1 and 127.0.0.2, four worker processes running the one worker loop, one of them a
+straggler. The model every worker pulled and both servers' final models are numpy's
+replay of the applied updates in their applied order (groups summed in rank order);
+tau_max holds (drop) or late updates share a fresher one's version (aggregate); killing
+the primary mid-run moves every worker to the replica, which loses at most d_rep
+versions and carries the training to the end."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.async_replay import sha1
+from workers import framing as fr
+from workers.events import read_events
+from workers.worker import WorkerConfig
+from workers.workload import Workload, WorkloadSpec
+
+REPO = Path(__file__).resolve().parent.parent
+P_IP, R_IP = "127.0.0.1", "127.0.0.2"
+N, SEED = 4, 7
+WORKLOAD = {"kind": "model", "name": "logreg", "dataset": "synthetic", "batch_size": 16, "lr": 0.2}
+
+
+def free_port(ip: str) -> int:
+    with socket.socket() as s:
+        s.bind((ip, 0))
+        return s.getsockname()[1]
+
+
+def start(args: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+
+def stats_of(log: Path) -> dict:
+    return json.loads(log.read_text().splitlines()[-1])
+
+
+def run_job(tmp: Path, iterations: int, tau_max: int, on_late: str, d_rep: int = 2,
+            kill_primary_after: int | None = None, compute_ms: float = 20.0):
+    pport, rport = free_port(P_IP), free_port(R_IP)
+    common = ["--children", str(N), "--lr", repr(WORKLOAD["lr"]), "--tau-max", str(tau_max),
+              "--on-late", on_late, "--d-rep", str(d_rep), "--timeout", "20"]
+    replica = start(["-m", "schemes.mlfabric.replica", "--host", R_IP, "--port", str(rport), *common],
+                    tmp / "replica.log")
+    primary = start(["-m", "schemes.mlfabric.server", "--host", P_IP, "--port", str(pport), *common,
+                     "--replica", f"{R_IP}:{rport}"], tmp / "primary.log")
+    go = tmp / "go"
+    workers = []
+    for i in range(N):
+        cfg = WorkerConfig(worker=f"w{i}", host_id=f"h1r1w{i + 1}", index=i, n_workers=N, dc="a",
+                           ip=P_IP, seed=SEED, events=str(tmp / f"w{i}.jsonl"), scheme="mlfabric",
+                           communicator="schemes.mlfabric.communicator:MlfabricCommunicator",
+                           comm={"primary": [P_IP, pport], "replica": [R_IP, rport], "child_rank": i,
+                                 "timeout_s": 20},
+                           workload=WORKLOAD, compute_time={"model": "constant", "value_ms": compute_ms},
+                           stragglers={"persistent": [{"worker": 3, "factor": 4.0}]},
+                           iterations=iterations, go_file=str(go), training={"mode": "asp", "staleness": None})
+        path = tmp / f"w{i}.json"
+        path.write_text(json.dumps(asdict(cfg)))
+        workers.append(start(["-m", "workers.worker", str(path)], tmp / f"w{i}.log"))
+    procs = [primary, replica, *workers]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(any(e["event"] == "worker_ready" for e in read_events(tmp / f"w{i}.jsonl"))
+                      for i in range(N)):
+            assert time.monotonic() < deadline, "workers not ready"
+            time.sleep(0.05)
+        go.touch()
+        if kill_primary_after is not None:
+            while max(sum(e["event"] == "iteration_end" for e in read_events(tmp / f"w{i}.jsonl"))
+                      for i in range(N)) < kill_primary_after:
+                assert time.monotonic() < deadline, "no progress before the kill"
+                time.sleep(0.01)
+            os.kill(primary.pid, signal.SIGKILL)
+        rcs = [p.wait(60) for p in workers]
+        try:
+            replica.wait(5)   # it ends once every worker still training said BYE ...
+        except subprocess.TimeoutExpired:
+            pass
+        # (a SIGTERM while it exits would find Python's finalization, which restores the
+        # default action, and end it with -15: so it is signalled only when it did not end)
+        if replica.poll() is None:
+            replica.send_signal(signal.SIGTERM)   # ... or when told (a worker missed it)
+        replica.wait(20)
+        primary.wait(20)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert rcs == [0] * N, [(tmp / f"w{i}.log").read_text()[-2000:] for i in range(N)]
+    events = {f"w{i}": read_events(tmp / f"w{i}.jsonl") for i in range(N)}
+    return events, primary, replica
+
+
+def iteration_ends(events):
+    return [e for es in events.values() for e in es if e["event"] == "iteration_end"]
+
+
+def replay(records: list[dict], start: np.ndarray | None = None, base: int = 0) -> dict[int, np.ndarray]:
+    return replay_records(records, WORKLOAD, SEED, N, start, base)
+
+
+def replay_records(records: list[dict], workload: dict, seed: int, n: int = N,
+                   start: np.ndarray | None = None, base: int = 0) -> dict[int, np.ndarray]:
+    """The models of every version from `base` (model `start`; None: the seeded version 0):
+    the records of one version are one group, summed in rank order, as the server does."""
+    work = Workload(WorkloadSpec.from_scenario(workload), seed, n)
+    models = {base: work.model_vector() if start is None else start}
+    step = np.float32(work.spec.lr / n)
+    by_version: dict[int, list[dict]] = {}
+    for r in records:
+        by_version.setdefault(r["version_applied"], []).append(r)
+    assert sorted(by_version) == list(range(base, base + len(by_version))), "versions have gaps"
+    for v in sorted(by_version):
+        grads = []
+        for r in sorted(by_version[v], key=lambda r: r["worker"]):
+            assert r["version_read"] <= v
+            work.load_model(models[r["version_read"]])
+            grads.append(work.gradient(r["worker"], r["iteration"])[0].astype(np.float32))
+        models[v + 1] = models[v] - step * fr.sum_in_order(grads)
+    return models
+
+
+def check_pulled(events, models, server=None):
+    for e in iteration_ends(events):
+        if server is None or e["comm_stats"].get("server") == server:
+            if e["model_version"] in models:
+                assert e["result_sha1"] == sha1(models[e["model_version"]]), (e["worker"], e["iteration"])
+
+
+@pytest.mark.parametrize("on_late", ["drop", "aggregate"])
+def test_models_are_numpys_replay_in_applied_order_and_the_replica_follows(tmp_path, on_late):
+    events, primary, replica = run_job(tmp_path, 8, tau_max=3, on_late=on_late)
+    assert primary.returncode == 0 and replica.returncode == 0, (tmp_path / "primary.log").read_text()
+    ps, rs = stats_of(tmp_path / "primary.log"), stats_of(tmp_path / "replica.log")
+    recs = [e["update"] for e in iteration_ends(events) if e["update"]]
+    models = replay(recs)
+    assert sha1(models[ps["final_version"]]) == ps["model_sha1"] == rs["model_sha1"]
+    assert rs["followed_versions"] == ps["final_version"] and rs["failover"] is None
+    check_pulled(events, models)
+    unapplied = [e for e in iteration_ends(events) if e["update"] is None]
+    assert len(recs) + len(unapplied) == N * 8
+    straggler = [e for e in iteration_ends(events) if e["worker"] == "w3"]
+    if on_late == "drop":
+        assert max(r["delay"] for r in recs) <= 3             # tau_max holds for every update
+        assert ps["dropped"] == len(unapplied) > 0             # the straggler's late updates
+        assert all(e["comm_stats"]["route"] == "dropped" for e in unapplied)
+        assert any(e["update"] is None for e in straggler)
+    else:
+        assert not unapplied and ps["dropped"] == 0
+        late = [r for r in recs if r["delay"] > 3]
+        merged = 0
+        for r in late:     # each shares a fresher update's version ...
+            partners = [q for q in recs if q["version_applied"] == r["version_applied"] and q is not r]
+            if partners:
+                merged += 1
+                assert all(3 >= r["version_applied"] - q["version_read"] for q in partners)
+            else:          # ... or went alone once nobody could bring a fresher one
+                assert all(q["version_applied"] < r["version_applied"] for q in recs
+                           if q["worker"] != r["worker"])
+        assert late and ps["late_merged"] == merged > 0
+    # serialized: at most one update (group) in flight, so versions were applied one by one
+    assert ps["grants"]["direct"] + ps["grants"]["grouped"] == ps["final_version"]
+
+
+def test_killing_the_primary_moves_training_to_the_replica_within_d_rep(tmp_path):
+    events, primary, replica = run_job(tmp_path, 10, tau_max=20, on_late="drop", d_rep=2,
+                                       kill_primary_after=3, compute_ms=30.0)
+    assert primary.returncode == -signal.SIGKILL
+    assert replica.returncode == 0, (tmp_path / "replica.log").read_text()
+    rs = stats_of(tmp_path / "replica.log")
+    f = rs["failover"]
+    assert f is not None and 0 <= f["lost_updates"] <= 2 == f["d_rep"]
+    assert f["lost_updates"] == f["primary_version"] - f["replica_version"]
+    ends = iteration_ends(events)
+    assert all(sum(e["worker"] == f"w{i}" for e in ends) == 10 for i in range(N))   # all finished
+    moved = {e["worker"] for e in ends if e["comm_stats"].get("route") == "lost in failover"}
+    assert moved == {f"w{i}" for i in range(N)} - {f"w{i}" for i in f["workers_ended_before"]}
+    # before the death: the primary's versions; the replica holds the first replica_version
+    # of them, then applies its own from there
+    v0 = f["replica_version"]
+    before = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "primary"]
+    models = replay([r for r in before if r["version_applied"] < v0])
+    assert f["primary_version"] >= max(r["version_applied"] for r in before) + 1
+    after = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "replica"]
+    assert after, "nothing was applied on the replica"
+    models_after = replay(after, models[v0], v0)
+    assert sha1(models_after[rs["final_version"]]) == rs["model_sha1"]
+    check_pulled(events, models_after, server="replica")
