@@ -268,7 +268,10 @@ def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequ
         rows, col = _ok(rows), y
     keys = [category_key(c) for c in categories]
     schemes = _ordered({r.get(series) for r in rows}, styles)
-    width = 0.8 / max(1, len(schemes))
+    # x names the series themselves (x: label): one bar per category, full width
+    own = {s: {category_key(r.get(x)) for r in rows if r.get(series) == s} for s in schemes}
+    diagonal = all(len(v) <= 1 for v in own.values())
+    width = 0.6 if diagonal else 0.8 / max(1, len(schemes))
     with paper_style():
         fig, ax = new_figure()
         if baseline:
@@ -283,19 +286,23 @@ def fig_bars(rows: Sequence[dict], axes: Sequence[str], x: str, categories: Sequ
                 m, c = mean_ci([v for v in vals if v == v])
                 ms.append(m)
                 cis.append(c)
-            pos = np.arange(len(keys)) + (k - (len(schemes) - 1) / 2) * width
+            pos = np.arange(len(keys)) + (0 if diagonal else (k - (len(schemes) - 1) / 2) * width)
+            if diagonal:    # only the series' own category
+                keep = [i for i, m in enumerate(ms) if m == m]
+                pos, ms, cis = pos[keep], [ms[i] for i in keep], [cis[i] for i in keep]
             ax.bar(pos, ms, width * 0.9, yerr=cis, color=st["color"], label=st["label"],
                    hatch=st["hatch"], edgecolor="white" if st["hatch"] else None,
                    error_kw={"elinewidth": 0.8})
         ax.set_xticks(np.arange(len(keys)))
-        ax.set_xticklabels(list(labels))
+        ax.set_xticklabels(list(labels), rotation=20 if diagonal and len(keys) > 3 else 0,
+                           ha="right" if diagonal and len(keys) > 3 else "center")
         ax.set_xlabel(xlabel or "")
         if baseline:
             ax.set_ylabel(f"Speedup over {style_of(styles, baseline)['label']}")
             ax.set_ylim(bottom=0)
         else:
             ax.set_ylabel(label(y))
-        legend_above(ax, title or ("Speedup (time per iteration)" if baseline else label(y)))
+        legend_above(ax, title or (f"Speedup ({label(y).split(' (')[0].lower()})" if baseline else label(y)))
         ax.grid(axis="x", visible=False)
         note_dilation(ax, _dilation(rows))
     return fig

@@ -232,6 +232,19 @@ def test_bars_over_a_categorical_axis_with_paired_speedups():
     assert [round(p.get_height(), 6) for p in fig.axes[0].patches] == [2.2, 3.3, 0.55, 1.1]
 
 
+def test_bars_over_the_series_axis_draw_one_full_bar_per_category():
+    # x: label: each labelled series lives in its own category, so each gets one centred bar
+    labels = ["inart", "inart-sp", "single"]
+    rows = [{"status": "ok", "scheme": "inart", "label": lab, "repetition": r,
+             "comm_time_mean_s": c * (1 + 0.1 * r)}
+            for lab, c in zip(labels, (0.5, 1.0, 2.0)) for r in (0, 1, 2)]
+    ax = F.fig_bars(rows, [], "label", labels, labels, y="comm_time_mean_s", series="label",
+                    baseline="single").axes[0]
+    assert [p.get_x() + p.get_width() / 2 for p in ax.patches] == pytest.approx([0, 1])
+    assert [p.get_height() for p in ax.patches] == pytest.approx([4.0, 2.0])   # paired
+    assert ax.get_title() == "Speedup (communication time)"
+
+
 def test_speedups_pair_across_per_scheme_options_of_a_zip_sweep(tmp_path):
     # scheme_options zipped with scheme belong to the scheme: pairing on them would leave
     # every scheme without a baseline row
