@@ -31,6 +31,22 @@ def missing_tools(which=shutil.which) -> list[str]:
     return missing
 
 
+def compile_program(program: str, defines: dict, out_dir: str, who: str = "bmv2") -> str:
+    """p4c for BMv2 v1model (p4c-bm2-ss, else the p4c driver): the JSON's path in out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    json_path = os.path.join(out_dir, os.path.splitext(os.path.basename(program))[0] + ".json")
+    d = [f"-D{k}={v}" for k, v in defines.items()]
+    if shutil.which("p4c-bm2-ss"):
+        cmd = ["p4c-bm2-ss", "--p4v", "16", *d, "-o", json_path, program]
+    else:
+        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", *d, "-o", out_dir, program]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0 or not os.path.exists(json_path):
+        raise SwitchStartError(f"{who}: p4c failed on {program} (exit {res.returncode}):\n"
+                               f"{(res.stderr or res.stdout)[-3000:]}")
+    return json_path
+
+
 class Bmv2Switch(ProcessSwitch):
     """BMv2 simple_switch with the program compiled by p4c for v1model."""
 
@@ -50,18 +66,7 @@ class Bmv2Switch(ProcessSwitch):
 
     def compile(self) -> str:
         out_dir = os.path.join(tempfile.gettempdir(), f"{self.name}.bmv2")
-        os.makedirs(out_dir, exist_ok=True)
-        json_path = os.path.join(out_dir, os.path.splitext(os.path.basename(self.program))[0] + ".json")
-        defines = [f"-D{k}={v}" for k, v in self.defines.items()]
-        if shutil.which("p4c-bm2-ss"):
-            cmd = ["p4c-bm2-ss", "--p4v", "16", *defines, "-o", json_path, self.program]
-        else:
-            cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", *defines, "-o", out_dir, self.program]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0 or not os.path.exists(json_path):
-            raise SwitchStartError(f"{self.name}: p4c failed on {self.program} (exit {res.returncode}):\n"
-                                   f"{(res.stderr or res.stdout)[-3000:]}")
-        return json_path
+        return compile_program(self.program, self.defines, out_dir, who=self.name)
 
     def launch(self) -> None:
         missing = self.missing_tools()
