@@ -166,21 +166,73 @@ def removal_commands(commands: list[str], replies: list[str]) -> list[str]:
     return unlink + groups + tables
 
 
+# Error replies of the simple_switch_CLI language as in-process stand-ins give them (the
+# softswitch's RuntimeAPI and the tests' model switch: "Error: ..."; BMv2's
+# "Invalid ... operation (...)", "Invalid match key: ..."). Runtime clients over a real
+# switch check their replies themselves (execute_many(check=True)).
+_ERROR_REPLY = re.compile(r"^(Error|Invalid |\*\*\* Unknown syntax)", re.M)
+
+
+class _Rejected(RuntimeError):
+    def __init__(self, command: str, reply: str):
+        super().__init__(f"runtime command failed: {command!r}: {reply.strip()}")
+        self.command, self.reply = command, reply
+
+
+def _execute_each(client):
+    """execute_many(cmds, check) for an object that only has execute(cmd) -> str."""
+    def run(cmds, check=False):
+        replies = []
+        for c in cmds:
+            replies.append(client.execute(c))
+            if check and _ERROR_REPLY.search(replies[-1]):
+                raise _Rejected(c, replies[-1])
+        return replies
+    return run
+
+
 def push(client, commands: list[str]) -> list[str]:
-    """Run commands through a runtime client (anything with execute(cmd) -> str),
-    substituting multicast node handles. Raises on the first error reply."""
+    """Run commands through a runtime client (a RuntimeClient, or anything with
+    execute(cmd) -> str), substituting multicast node handles; return the replies.
+
+    Commands go in as few batches as the handles allow: a batch ends only where a command
+    names a node whose handle is still unknown (the reply to its mc_node_create), so the
+    thousands of register resets go in one batch, and a BMv2 client runs everything in its
+    one simple_switch_CLI session. An error reply, the softswitch's or simple_switch_CLI's
+    (`Error: ...`, `Invalid table operation (...)`, `Invalid match key: ...`, ...), raises
+    RuntimeError naming the first rejected command (commands before it have run)."""
+    run = client.execute_many if hasattr(client, "execute_many") else _execute_each(client)
     handles: list[int] = []
-    replies = []
+    replies: list[str] = []
+    pending: list[str] = []
+
+    def flush():
+        try:
+            got = run(pending, check=True)
+        except RuntimeError as e:       # RuntimeCommandError (a client's check) or _Rejected
+            if not hasattr(e, "command"):
+                raise
+            raise RuntimeError(f"switch rejected `{e.command}`: {e.reply.strip()}; check that it "
+                               "runs p4/aggregation.p4 and has room for these entries") from None
+        for line, reply in zip(pending, got):
+            if line.startswith("mc_node_create"):
+                m = _HANDLE.search(reply)
+                if not m:
+                    raise RuntimeError(f"no node handle in the reply to `{line}`: {reply.strip()}; "
+                                       "is the switch's runtime a simple_switch_CLI one?")
+                handles.append(int(m.group(1)))
+        replies.extend(got)
+        pending.clear()
+
+    created = 0            # mc_node_create commands seen so far (handles known or pending)
     for cmd in commands:
-        line = _NODE_REF.sub(lambda m: str(handles[int(m.group(1))]), cmd)
-        reply = client.execute(line)
-        if reply.startswith("Error") or "\nError" in reply:
-            raise RuntimeError(f"switch rejected `{line}`: {reply.strip()}; check that it runs "
-                               "p4/aggregation.p4 and has room for these entries")
-        if line.startswith("mc_node_create"):
-            m = _HANDLE.search(reply)
-            if not m:
-                raise RuntimeError(f"no node handle in the reply to `{line}`: {reply.strip()}")
-            handles.append(int(m.group(1)))
-        replies.append(reply)
+        refs = [int(r) for r in _NODE_REF.findall(cmd)]
+        if any(r >= created for r in refs):
+            raise ValueError(f"`{cmd}` names node $n{max(refs)} before its mc_node_create")
+        if any(r >= len(handles) for r in refs):
+            flush()
+        pending.append(_NODE_REF.sub(lambda m: str(handles[int(m.group(1))]), cmd))
+        created += cmd.startswith("mc_node_create")
+    if pending:
+        flush()
     return replies

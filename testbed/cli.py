@@ -58,8 +58,8 @@ def cmd_clean(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    if a.what == "switch":
-        from softswitch.bench.veth import main
+    if a.what == "switch":          # the softswitch, and BMv2 beside it when on PATH
+        from bench.bmv2_switch import main
         return main(a.args) or 0
     if a.what == "schemes":
         from bench.schemes import main as schemes_main

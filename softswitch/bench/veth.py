@@ -14,7 +14,10 @@ Measures, in one run on this machine:
 Rates through veths are measured under overload (the generator sends as fast as it can;
 the socket buffer drops what the switch cannot take), over a fixed window after a warm-up.
 Progress goes to stderr; the last line on stdout is
-`switch: fwd_inproc_kpps=... agg32_inproc_kpps=... agg64_inproc_kpps=... fwd_veth_ratio=... agg32_veth_ratio=...`.
+`switch: fwd_inproc_kpps=... agg32_inproc_kpps=... agg64_inproc_kpps=... fwd_veth_ratio=... agg32_veth_ratio=...`,
+followed, when `run.py bench switch` finds BMv2 (bench/bmv2_switch.py), by
+`bmv2_fwd_veth_kpps=... bmv2_agg32_veth_kpps=...` (and `bmv2nolog_...` for a logging-free
+build on PATH as simple_switch_nolog): the same veths, programs, entries and frames.
 All interfaces and namespaces are named with the prefix `xb<pid>` and removed at the end.
 """
 from __future__ import annotations
@@ -280,11 +283,14 @@ def measure_relay(bed: VethBed, args) -> float:
     return pps
 
 
-def measure_switch(bed: VethBed, wl: Workload, args, rnd: int) -> float:
-    log_path = os.path.join(tempfile.gettempdir(), f"{bed.prefix}-{wl.name}.log")
-    progress(f"softswitch {wl.name}: start, program, {args.warmup:g} s warm-up + {args.window:g} s window")
-    profile_path = f"{log_path}.prof" if args.profile and rnd == 1 else None
-    proc = start_softswitch(bed, wl, log_path, profile_path)
+def measure_switch(bed: VethBed, wl: Workload, args, rnd: int, label: str = "softswitch",
+                   start=None) -> float:
+    """Delivered pps of one switch on the bed: the softswitch, or `start(bed, wl, log_path)`
+    -> process for another target (bench switch passes BMv2's)."""
+    log_path = os.path.join(tempfile.gettempdir(), f"{bed.prefix}-{label}-{wl.name}.log")
+    progress(f"{label} {wl.name}: start, program, {args.warmup:g} s warm-up + {args.window:g} s window")
+    profile_path = f"{log_path}.prof" if args.profile and rnd == 1 and start is None else None
+    proc = start(bed, wl, log_path) if start else start_softswitch(bed, wl, log_path, profile_path)
     try:
         pps, offered = measure_veth_rate(bed, wl.frames, args.warmup, args.window, wl.fresh_generations)
     finally:
@@ -309,7 +315,11 @@ def measure_inproc() -> dict[str, float]:
     return inproc()
 
 
-def main(argv=None) -> int:
+def main(argv=None, others: dict | None = None) -> int:
+    """`others`: {label: start(bed, workload, log_path) -> process} of other switch targets,
+    measured on the same veths with the same workloads in every round, their rates appended
+    to the last line as <label>_fwd_veth_kpps=... <label>_agg32_veth_kpps=..."""
+    others = others or {}
     ap = argparse.ArgumentParser(prog="python3 -m softswitch.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--window", type=float, default=4.0, help="seconds counted per veth measurement")
     ap.add_argument("--warmup", type=float, default=1.0)
@@ -358,6 +368,10 @@ def main(argv=None) -> int:
                 pps = measure_switch(bed, wl, args, rnd)
                 results[wl.name] = max(results.get(wl.name, 0.0), pps)
                 progress(f"  round {rnd}: {wl.name} is {pps / results['relay']:.2f} of the best relay so far")
+                for label, start in others.items():
+                    key = f"{label}_{wl.name}"
+                    results[key] = max(results.get(key, 0.0),
+                                       measure_switch(bed, wl, args, rnd, label, start))
     finally:
         bed.down()
         left = bed.leftovers()
@@ -374,7 +388,9 @@ def main(argv=None) -> int:
           f"agg32_kpps={results['agg32'] / 1000:.1f}")
     print(f"switch: fwd_inproc_kpps={f('fwd')} agg32_inproc_kpps={f('agg32')} agg64_inproc_kpps={f('agg64')} "
           f"fwd_veth_ratio={results['fwd'] / results['relay']:.2f} "
-          f"agg32_veth_ratio={results['agg32'] / results['relay']:.2f}")
+          f"agg32_veth_ratio={results['agg32'] / results['relay']:.2f}"
+          + "".join(f" {label}_{wl.name}_veth_kpps={results[f'{label}_{wl.name}'] / 1000:.1f}"
+                    for label in others for wl in workloads))
     return 0
 
 

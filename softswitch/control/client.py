@@ -22,7 +22,7 @@ _ERROR_RE = re.compile(r"^(Error:|Invalid [\w ]+ operation \(|Invalid match key:
 CLI_PROMPT = "RuntimeCmd: "   # simple_switch_CLI's prompt, before each command it reads
 
 
-class RuntimeCommandError(Exception):
+class RuntimeCommandError(RuntimeError):
     def __init__(self, command: str, reply: str):
         super().__init__(f"runtime command failed: {command!r}: {reply.strip()}")
         self.command = command
