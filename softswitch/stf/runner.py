@@ -145,12 +145,12 @@ def refusal_cause(reason: str) -> str:
     reason = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
     reason = re.sub(r"^\S+:\d+(:\d+)?:\s*", "", reason)
     reason = re.sub(r"^\S+\.p4:\s*", "", reason)
-    reason = re.sub(r"\S+\.p4\(\d+\):\s*", "", reason)   # p4c's file(line): prefix
+    reason = re.sub(r"\S+\.p4(\(\d+\)|:\d+:\d+):\s*", "", reason)   # p4c's and cpp's file position
     reason = re.sub(r"'[^']*'", "'…'", reason)
     # names and widths of the program: equal problems of different programs group together
     reason = re.sub(r"<[0-9]+>", "<N>", reason)
     return re.sub(r"\b(action|table|function|extern function|instance|header|struct|control|parser) "
-                  r"(?!with\b)[A-Za-z_][\w.$]*", r"\1 …", reason)
+                  r"(?!(?:with|field|entry|entries|other)\b)[A-Za-z_][\w.$]*", r"\1 …", reason)
 
 
 def _output_cause(problems: list[str]) -> str:

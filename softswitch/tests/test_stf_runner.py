@@ -227,12 +227,14 @@ def test_program_info_from_p4c_json():
 needs_bmv2 = pytest.mark.skipif(bool(missing_tools()), reason="BMv2 (simple_switch, p4c-bm2-ss) not on PATH")
 
 
+@pytest.mark.bmv2
 @needs_bmv2
 def test_every_statement_passes_on_bmv2():
     out = run_test(PAIRS / "tables.stf", TABLES_P4, Bmv2Target(settle=0.5))
     assert (out.status, out.cause) == ("pass", ""), out.detail
 
 
+@pytest.mark.bmv2
 @needs_bmv2
 def test_bmv2_mismatch_and_compiler_refusal(tmp_path):
     stf, p4 = pair(tmp_path, "expect 1 03 0000 00000000 01\npacket 1 03 0000 00000000 00\n")
@@ -242,3 +244,10 @@ def test_bmv2_mismatch_and_compiler_refusal(tmp_path):
     (tmp_path / "bad.stf").write_text("packet 0 00\n")
     out = run_test(tmp_path / "bad.stf", tmp_path / "bad.p4", Bmv2Target())
     assert out.status == "refused" and out.cause.startswith("p4c-bm2-ss:")
+
+
+@pytest.mark.parametrize("target", ["softswitch", "bmv2"])
+def test_committed_expected_failure_lists_load(target):
+    listed = load_expected(Path(__file__).parent.parent / "stf" / f"expected_{target}.yaml")
+    assert listed and all(name.endswith("-bmv2.p4") for name in listed)
+    assert all(reason.split(":")[0] in ("fail", "refused", "unsupported", "error") for reason in listed.values())
