@@ -47,7 +47,8 @@ def leftovers(run_dir: Path) -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if str(run_dir).encode() in cmd or (b"schemes.mlfabric" in cmd and str(PORT).encode() in cmd):
+        ports = [str(p).encode() for p in range(PORT, PORT + 16)]   # the servers' and aggregators'
+        if str(run_dir).encode() in cmd or (b"schemes.mlfabric" in cmd and any(p in cmd for p in ports)):
             out.append(pid + ": " + cmd.replace(b"\0", b" ").decode(errors="replace"))
     return out
 
@@ -87,5 +88,29 @@ def test_killing_the_primary_fails_over_to_the_replica_within_d_rep(tmp_path):
     assert servers == {"primary", "replica"}, "the kill did not land mid-run"
     assert all(sum(e["iteration"] == 39 for e in es if e["event"] == "iteration_end") == 1
                for es in ev.values())            # every worker finished, on the replica
+    assert s["metrics"]["worker_errors"] == 0
+    assert not leftovers(d)
+
+
+def test_groups_go_through_aggregators_and_replay_exactly(tmp_path):
+    # no replica: the aggregators and the primary only; compute 0 so requests queue up
+    # behind the serialized WAN transfers and same-window groups form
+    d, s, ev = run(tmp_path, ["iterations=8", "compute_time={model: constant, value_ms: 0}",
+                              "scheme_options.replicate=false", "scheme_options.tau_max=20",
+                              "scheme_options.agg_window=20", "scheme_options.aggregation=true",
+                              "stragglers.persistent=[]"])
+    assert s["complete"], s["reason"]
+    servers = s["app"]["servers"]
+    p = servers["primary"]
+    a = p["aggregation"]
+    assert a["groups_applied"] >= 1 and not a["fell_back"], a     # at least one group went through one
+    names = {x["name"] for x in s["app"]["mlfabric"]["aggregators"]}
+    assert set(a["aggregators"]) == names and names <= set(servers)
+    assert sum(servers[n]["groups"] for n in names) == a["groups_applied"] == sum(a["by_aggregator"].values())
+    recs = [e["update"] for e in ends(ev) if e["update"]]
+    assert len(ends(ev)) == 4 * 8 and len(recs) + p["dropped"] == 4 * 8
+    assert sum(e["comm_stats"]["route"] == "aggregated" for e in ends(ev)) >= 2
+    models = replay_records(recs, {"kind": "model", "name": "logreg"}, seed=1)
+    assert sha1(models[p["final_version"]]) == p["model_sha1"]
     assert s["metrics"]["worker_errors"] == 0
     assert not leftovers(d)

@@ -66,3 +66,37 @@ def test_no_replica_when_replication_is_off_and_its_datacenter_must_differ():
     assert all(c["replica"] is None for c in p.comm.values())
     with pytest.raises(ValueError, match="scheme_options.replica_dc: the replica must be in another"):
         plan_of("scheme_options.server_dc=2", "scheme_options.replica_dc=2")
+
+
+def test_aggregation_places_aggregators_and_hands_the_ps_emulated_bandwidths():
+    import json
+    g, p = plan_of("scheme_options.aggregation=true", "time_dilation=2")
+    aggs = [s for s in p.servers if s.module == "schemes.mlfabric.aggregator"]
+    hosts = sorted(n for n, a in g.nodes(data=True) if a["role"] == "host")
+    dcs = sorted({g.nodes[h]["dc"] for h in hosts})
+    assert sorted(s.name for s in aggs) == sorted([f"agg-{h}" for h in hosts] + [f"gw-{d}" for d in dcs])
+    assert all(s.ends_by_signal and s.replaced_on_death for s in aggs)   # a death: groups fall back
+    ports = [int(s.args[s.args.index("--port") + 1]) for s in aggs]
+    assert sorted(ports) == list(range(7102, 7102 + len(aggs)))
+    args = p.servers[0].args
+    spec = json.loads(args[args.index("--aggregation") + 1])
+    assert float(args[args.index("--agg-timeout") + 1]) == 4.0           # 2 s x dilation 2
+    assert spec["ps"] == p.servers[0].host and spec["workers"] == p.workers
+    a, b = p.workers[0], p.workers[-1]
+    from schemes.mlfabric.placement import path_bandwidth
+    assert spec["bandwidth"][a][b] == path_bandwidth(g, a, b) / 2
+    c = p.comm[a]
+    assert [x[0] for x in c["aggregators"]] == [x["name"] for x in spec["candidates"]]
+    assert c["agg_timeout_s"] == 4.0
+    gw = [x for x in spec["candidates"] if x["worker"] is None]
+    assert len(gw) == len(dcs) and all(x["address"][1] in ports for x in spec["candidates"])
+
+
+def test_aggregator_kinds_are_chosen_and_off_by_default():
+    _, p = plan_of("scheme_options.aggregation=true", "scheme_options.aggregators=[gateways]")
+    assert all(s.name.startswith("gw-") for s in p.servers[2:]) and len(p.servers) == 2 + 3
+    _, p = plan_of()
+    assert len(p.servers) == 2 and "--aggregation" not in p.servers[0].args
+    assert "aggregators" not in p.comm[p.workers[0]]
+    assert any("scheme_options.aggregators" in x for x in problems(*ASP, "scheme_options.aggregators=[]"))
+    assert any("scheme_options.aggregators" in x for x in problems(*ASP, "scheme_options.aggregators=[switch]"))

@@ -214,3 +214,84 @@ def test_path_bandwidth_is_the_slowest_link_and_measurements_replace_it():
     assert bw("h1", "h2") == pytest.approx(0.5 * 2e5 + 0.5 * 1e5)
     with pytest.raises(ValueError, match="no planned bandwidth from h1 to gw"):
         bw("h1", "gw")
+
+
+# ---------------------------------------------------------------- aggregation on the wire
+def agg_choice(table, cands):
+    from schemes.mlfabric.aggregation import AggregatorChoice
+    hosts = ["a", "b", "c"]
+    return AggregatorChoice(cands, hosts, "ps", Bandwidth(table, "ps"))
+
+
+def full_table(rate, overrides=()):
+    nodes = ["a", "b", "c", "gw", "ps"]
+    t = {x: {y: rate for y in nodes if y != x} for x in nodes}
+    for (x, y), v in dict(overrides).items():
+        t[x][y] = v
+    return t
+
+
+def test_idle_worker_aggregator_only_while_its_worker_waits_and_gateway_always():
+    from schemes.mlfabric.aggregation import Candidate
+    table = full_table(100, {("a", "ps"): 10, ("b", "ps"): 10, ("c", "ps"): 10, ("gw", "ps"): 50})
+    choice = agg_choice(table, [Candidate("agg-c", "c", 2), Candidate("gw-x", "gw")])
+    group = [_req(0), _req(1)]
+    # agg-c: gather 100/100 = 1, forward 100/10 = 10 -> 11; gw: 1 + 100/50 = 3; serial 20
+    assert choice(group, [0, 1]) == "gw-x"                 # c computes: agg-c not eligible
+    assert choice.predicted["gw-x"] == pytest.approx(3)
+    choice.bw.table["gw"]["ps"] = 5                        # gw: 1 + 20 = 21 > 20 ...
+    assert choice(group, [0, 1, 2]) == "agg-c"             # ... agg-c (c idle): 11 < 20
+    choice.out.add("agg-c")                                # dead or timed out: never again
+    assert choice(group, [0, 1, 2]) is None                # and gw loses to the PS: direct
+    assert choice.index("gw-x") == 1
+
+
+def _req(worker, size=100, version=0):
+    from schemes.mlfabric.scheduler import Request
+    return Request(worker, 0, size, version, 0, worker)
+
+
+def test_measured_rates_to_the_ps_steer_the_choice():
+    from schemes.mlfabric.aggregation import Candidate
+    choice = agg_choice(full_table(10, {("gw", "ps"): 100, ("a", "gw"): 100, ("b", "gw"): 100}),
+                        [Candidate("gw-x", "gw")])
+    group = [_req(0), _req(1)]
+    assert choice(group, []) == "gw-x"                     # 1 + 1 = 2 < 10 + 10
+    for h in ("a", "b"):
+        choice.bw.observe(h, 1000, 0.001)                  # measured: 1 MB/s straight to the PS
+    assert choice(group, []) is None                       # 0.1 + 0.1 ms serial beats the gateway
+
+
+def test_core_grants_the_chosen_aggregator_and_the_tracker_applies_each_group_once():
+    from schemes.mlfabric.aggregation import GroupTracker
+    c = MlfabricCore(3, tau_max=10, choose=lambda g, idle: "gw-x")
+    g0 = grant(c.request(0, 0, S))
+    c.request(1, 0, S)
+    c.request(2, 0, S)
+    _, outs = c.arrived(g0.group)
+    g = grant(outs)
+    assert (g.workers, g.via) == ((1, 2), "gw-x")
+    t = GroupTracker()
+    t.send(g.group, g.via, g.workers, now=0.0, timeout_s=1.0, predicted_s=0.5)
+    with pytest.raises(ValueError, match="sent through an aggregator already"):
+        t.send(g.group, g.via, g.workers, now=0.0, timeout_s=1.0, predicted_s=0.5)
+    with pytest.raises(ValueError, match="came from gw-y with members \\[1\\]"):
+        t.sum_arrived(g.group, "gw-y", (1,))
+    assert t.expired(1.99) == [] and t.at_aggregator(g.group)   # deadline 0 + 1 + 2 x 0.5
+    assert t.sum_arrived(g.group, "gw-x", (1, 2)) is True and t.applied == 1
+    with pytest.raises(ValueError, match="never sent through an aggregator"):
+        t.sum_arrived(g.group, "gw-x", (1, 2))                  # applied: a second sum is a bug
+
+
+def test_a_timed_out_or_lost_group_falls_back_and_its_late_sum_is_discarded():
+    from schemes.mlfabric.aggregation import GroupTracker
+    t = GroupTracker()
+    t.send(1, "gw-x", (0, 1), now=0.0, timeout_s=1.0, predicted_s=0.0)
+    t.send(2, "agg-a", (2, 3), now=0.0, timeout_s=5.0, predicted_s=0.0)
+    t.send(3, "agg-a", (4, 5), now=0.5, timeout_s=5.0, predicted_s=0.0)
+    assert [(g, s.via) for g, s in t.expired(1.0)] == [(1, "gw-x")]
+    assert t.sum_arrived(1, "gw-x", (0, 1)) is False and t.discarded == 1   # applied directly
+    lost = t.aggregator_lost("agg-a", "agg-a: its connection broke")
+    assert sorted(g for g, _ in lost) == [2, 3] and not t.sent and t.applied == 0
+    assert t.fell_back == {1: "gw-x timed out", 2: "agg-a: its connection broke",
+                           3: "agg-a: its connection broke"}

@@ -20,6 +20,15 @@ class MlfabricOptions(TcpOptions):
                                           # merged into the next fresher update's version
     slots: int = Field(1, ge=1)           # transfers into the PS at once (1: serialized)
     agg_window: int = Field(0, ge=0)      # versions apart updates may read to form a group
+    aggregation: bool = False             # route groups through aggregator processes (off:
+                                          # every group is summed at the PS)
+    aggregators: list[Literal["workers", "gateways"]] = Field(["workers", "gateways"], min_length=1)
+                                          # candidate kinds: an aggregator on every worker's
+                                          # host (chosen while that worker is idle) and/or one
+                                          # on each datacenter's gateway-side (last) host
+    agg_timeout_s: float = Field(2.0, gt=0)   # real-world seconds a group may take at its
+                                          # aggregator beyond 2x its predicted time (x time
+                                          # dilation); then its members send to the PS
 
 
 def mode_problems(o: MlfabricOptions, mode: str) -> list[tuple[str, str]]:

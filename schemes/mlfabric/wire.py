@@ -2,10 +2,19 @@
 
 worker -> PS        HELLO rank, MODEL_INIT model; per iteration c: REQUEST tag c int64
                     [bytes], then, once granted, DATA_END tag <group> gradient (straight to
-                    the PS) or nothing (dropped); at the end BYE
-PS -> worker        GRANT tag c int64 [group, route, members] (route: DIRECT, DROP); then
-                    the release: MODEL_VERSION tag c+1 [c+1, version, clock, applied_at
-                    (NOT_APPLIED: dropped)] and MODEL tag c+1 model (as ps's async server)
+                    the PS), or nothing (dropped, or sent to an aggregator); AGG_FAIL tag
+                    <group> when its aggregator cannot be reached; at the end BYE
+PS -> worker        GRANT tag c int64 [group, route, members] (route: DIRECT, DROP, or the
+                    index >= 0 of the aggregator in the worker's comm list); a second GRANT
+                    tag c [group, DIRECT, members] when the group fell back (its aggregator
+                    timed out or died: send to the PS now); then the release: MODEL_VERSION
+                    tag c+1 [c+1, version, clock, applied_at (NOT_APPLIED: dropped)] and
+                    MODEL tag c+1 model (as ps's async server)
+worker -> aggregator  HELLO rank (once, on first use), DATA_END tag <group> gradient, BYE
+PS -> aggregator    AGG_JOIN (first frame), AGG_GROUP tag <group> int64 [member ranks in
+                    rank order], AGG_CANCEL tag <group> (it fell back: drop its parts), BYE
+aggregator -> PS    AGG_MEMBERS tag <group> int64 [ranks summed], then AGG_SUM tag <group>
+                    the float32 sum of their gradients in that order
 primary -> replica  data channel: HELLO DATA_CHANNEL, MODEL_INIT model, then REPL tag v
                     update (the float32 vector applied to make version v), BYE at a normal
                     end; heads channel: HELLO HEADS_CHANNEL, then HEAD tag v as soon as
@@ -22,6 +31,12 @@ REPL_ACK = 43
 HEAD = 44
 LEFT = 45
 FAILOVER = 46
+AGG_JOIN = 47      # the PS's connection to an aggregator
+AGG_GROUP = 48
+AGG_CANCEL = 49
+AGG_MEMBERS = 50
+AGG_SUM = 51
+AGG_FAIL = 52
 
 DIRECT = -1        # GRANT route: send the gradient to the PS
 DROP = -2          # GRANT route: do not send it (tau_max)
