@@ -168,7 +168,8 @@ def test_a_slow_aggregator_times_out_and_its_late_sum_is_discarded(tmp_path):
     assert a["fell_back"] and all("timed out" in f["why"] for f in a["fell_back"]), a
     g = stats_of(tmp_path / "gw-b.log")
     # the stalled group's sum was either discarded at the PS or cancelled at the aggregator
-    assert a["late_sums_discarded"] + g["cancelled"] >= len(a["fell_back"])
+    # (or, when the PS had ended by the time the stalled aggregator woke, never sent)
+    assert a["late_sums_discarded"] + g["cancelled"] + g["sums_unsent"] >= len(a["fell_back"])
     assert g["groups"] == a["groups_applied"] + a["late_sums_discarded"]
 
 

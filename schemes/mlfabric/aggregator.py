@@ -30,6 +30,10 @@ from workers.process import serve_and_report
 PS = "ps"
 
 
+class PsGone(Exception):
+    """The PS's connection broke while a sum was forwarded: the service is over."""
+
+
 class Stopped(Exception):
     """SIGTERM: the testbed ends the aggregator once the workers are done."""
 
@@ -44,7 +48,7 @@ class Aggregator:
         self.groups: dict[int, tuple[int, ...]] = {}          # group -> members (rank order)
         self.parts: dict[int, dict[int, np.ndarray]] = {}     # group -> rank -> gradient
         self.cancelled: set[int] = set()
-        self.counts = {"groups": 0, "parts": 0, "cancelled": 0, "parts_dropped": 0}
+        self.counts = {"groups": 0, "parts": 0, "cancelled": 0, "parts_dropped": 0, "sums_unsent": 0}
         self.closing = threading.Event()
 
     def stop(self, *_):
@@ -55,7 +59,7 @@ class Aggregator:
         threading.Thread(target=self._accept, daemon=True).start()
         try:
             self._loop()
-        except Stopped:
+        except (Stopped, PsGone):
             pass
         finally:
             self.close()
@@ -155,9 +159,15 @@ class Aggregator:
         if members is None or set(parts) != set(members):
             return                                    # its notice or a part is still to come
         total = fr.sum_in_order([parts[r] for r in members])
-        self.ps.send(W.AGG_MEMBERS, group, np.array(members, np.int64))
-        self.ps.send(W.AGG_SUM, group, total)
         del self.groups[group], self.parts[group]
+        try:
+            self.ps.send(W.AGG_MEMBERS, group, np.array(members, np.int64))
+            self.ps.send(W.AGG_SUM, group, total)
+        except fr.PeerError:
+            # the PS ended (or died) while this sum was late, e.g. after a stall: it had
+            # sent the group's members to itself already; nothing is left to forward to
+            self.counts["sums_unsent"] += 1
+            raise PsGone() from None
         self.counts["groups"] += 1
 
     def stats(self) -> dict:
