@@ -235,6 +235,25 @@ def accept(lsock: socket.socket, timeout_s: float, what: str, channel_timeout_s:
 DEFAULT_CHUNK_VALUES = 4096
 
 
+
+def accept_ranked(lsock, n: int, name: str, what: str, timeout_s: float,
+                  accept_timeout_s: float) -> list[Channel]:
+    """n connections on `lsock`, each of which says HELLO with its rank 0..n-1 first, once
+    per rank, within accept_timeout_s in all; returned by rank. Closes lsock."""
+    chans: list = [None] * n
+    deadline = time.monotonic() + accept_timeout_s
+    for _ in range(n):
+        ch = accept(lsock, max(0.1, deadline - time.monotonic()), f"{name}: a {what}", timeout_s)
+        _, rank, _ = ch.recv(HELLO, what="HELLO")
+        if not 0 <= rank < n or chans[rank] is not None:
+            ch.close()
+            raise PeerError(f"{name}: {what} rank {rank} is out of range 0..{n - 1} or connected "
+                            "twice: the scheme's placement is inconsistent")
+        ch.peer = f"{name}: {what} {rank} ({ch.peer.split(' ', 3)[-1]})"
+        chans[rank] = ch
+    lsock.close()
+    return chans
+
 def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:
     """k contiguous ranges covering 0..n, sizes differing by at most one (numpy's array_split)."""
     if k < 1:

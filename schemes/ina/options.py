@@ -48,9 +48,11 @@ class InaOptions(InaTransportOptions):
     # (plan.auto_window). The congestion window decides how much of it is used.
     window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
 
-    @field_validator("window", mode="before")
-    @classmethod
-    def _window(cls, v):
-        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
-            raise ValueError('must be "auto" or an integer in 1..32767')
-        return v
+    _window = field_validator("window", mode="before")(lambda cls, v: check_window(v))
+
+
+def check_window(v):
+    """A `window` option: "auto" or a slot count the header's 15-bit slot field can name."""
+    if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
+        raise ValueError('must be "auto" or an integer in 1..32767')
+    return v

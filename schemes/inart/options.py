@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from control.agg_entries import DEFAULT_SLOTS
 from control.agg_tree import MAX_FAN_IN
 from schemes.base import Options
-from schemes.ina.options import InaTransportOptions
+from schemes.ina.options import InaTransportOptions, check_window
 from schemes.inart.paths import KEEP, MAX_HOPS, PATH_LIMIT
 
 
@@ -96,9 +96,4 @@ class InartOptions(InartPlanOptions, InaTransportOptions):
     # a new plan takes effect this many iterations after the furthest worker's current one
     replan_ahead: int = Field(2, ge=2)
 
-    @field_validator("window", mode="before")
-    @classmethod
-    def _window(cls, v):
-        if v != "auto" and not (type(v) is int and 1 <= v < 2**15):
-            raise ValueError('must be "auto" or an integer in 1..32767')
-        return v
+    _window = field_validator("window", mode="before")(lambda cls, v: check_window(v))

@@ -158,18 +158,8 @@ class AsyncServer:
 
     # ------------------------------------------------------------------ set-up, end
     def _accept_children(self) -> None:
-        deadline = time.monotonic() + self.accept_timeout_s
-        for _ in range(self.children):
-            ch = fr.accept(self.lsock, max(0.1, deadline - time.monotonic()), f"{self.name}: a worker",
-                           self.timeout_s)
-            _, rank, _ = ch.recv(fr.HELLO, what="HELLO")
-            if not 0 <= rank < self.children or self.chans[rank] is not None:
-                ch.close()
-                raise fr.PeerError(f"{self.name}: worker rank {rank} is out of range 0..{self.children - 1} "
-                                   f"or connected twice: the scheme's placement is inconsistent")
-            ch.peer = f"{self.name}: worker {rank} ({ch.peer.split(' ', 3)[-1]})"
-            self.chans[rank] = ch
-        self.lsock.close()
+        self.chans = fr.accept_ranked(self.lsock, self.children, self.name, "worker",
+                                      self.timeout_s, self.accept_timeout_s)
 
     def _receive_initial_models(self) -> None:
         """Every worker built the same seeded model; the server keeps rank 0's and checks

@@ -213,18 +213,8 @@ class AggregationServer:
                 "aggregate_s": round(self.aggregate_s, 6)}
 
     def _accept_children(self) -> None:
-        deadline = time.monotonic() + self.accept_timeout_s
-        for _ in range(self.children):
-            left = max(0.1, deadline - time.monotonic())
-            ch = fr.accept(self.lsock, left, f"{self.name}: a child", self.timeout_s)
-            _, rank, _ = ch.recv(fr.HELLO, what="HELLO")
-            if not 0 <= rank < self.children or self.chans[rank] is not None:
-                ch.close()
-                raise fr.PeerError(f"{self.name}: child rank {rank} is out of range 0..{self.children - 1} "
-                                   f"or connected twice: the scheme's placement is inconsistent")
-            ch.peer = f"{self.name}: child {rank} ({ch.peer.split(' ', 3)[-1]})"
-            self.chans[rank] = ch
-        self.lsock.close()
+        self.chans = fr.accept_ranked(self.lsock, self.children, self.name, "child",
+                                      self.timeout_s, self.accept_timeout_s)
 
     def close(self) -> None:
         try:
