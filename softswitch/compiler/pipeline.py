@@ -284,14 +284,18 @@ BMV2_PRIORITY_BASE = 1 << 24
 
 
 def _bmv2_priorities(entries) -> list:
-    """P4-16 (14.2.1.4, default largest_priority_wins, priority_delta 1) to BMv2's
-    convention, where the numerically lowest priority wins.
+    """The BMv2 priority (numerically lowest wins) of each const entry.
 
-    Without explicit priorities the first entry ranks highest. With some, an entry
-    without one ranks just below the entry before it (the first such entry, if it
-    comes before any explicit one, ranks above all explicit ones)."""
-    if not any(e.priority is not None for e in entries):
-        return [i + 1 for i in range(len(entries))]
+    With only `@priority(N)` annotations (or none), as p4c's BMv2 back end does: an
+    annotated entry gets N itself, every other entry its 1-based position.
+
+    With any P4-16 `priority=N:` property (14.2.1.4, default largest_priority_wins,
+    priority_delta 1), P4-16's order converted to BMv2's: an entry without a priority
+    ranks just below the entry before it (the first such entry, if it comes before any
+    explicit one, ranks above all explicit ones); `@priority` then counts as `priority=`."""
+    if not any(e.priority_from == "property" for e in entries):
+        return [e.priority if e.priority_from == "annotation" else i + 1
+                for i, e in enumerate(entries)]
     top = max(e.priority for e in entries if e.priority is not None) + len(entries)
     p4, prev = [], None
     for e in entries:
