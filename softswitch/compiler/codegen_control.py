@@ -105,7 +105,10 @@ class FnGen(ExprGen):
         pass
 
     def s_Assign(self, s):
-        self.assign(s.lhs, self.expr(s.rhs), s.rhs)
+        mark = len(self.lines)
+        rhs = self.expr(s.rhs)
+        lhs = s.lhs if len(self.lines) == mark else self.pin_indexes(s.lhs, mark)
+        self.assign(lhs, rhs, s.rhs)
 
     def s_VarDecl(self, s):
         self.py_locals.add(s.name)
@@ -228,15 +231,17 @@ class FnGen(ExprGen):
     def _bind_args(self, params, args):
         """Directional args (Python exprs) and copy-out pairs (param, lvalue expr)."""
         dir_args, outs, data_args = [], [], []
+        read = [(p, a) for p, a in zip(params, args) if p.direction != "out"]
+        codes = dict(zip((id(a) for _, a in read), self.ordered([a for _, a in read])))
         for p, a in zip(params, args):
             if p.direction in ("out", "inout"):
                 outs.append(a)
             if p.direction == "out":
                 dir_args.append("None")
             elif p.direction:
-                dir_args.append(self.expr(a))
+                dir_args.append(codes[id(a)])
             else:
-                data_args.append(self.expr(a))
+                data_args.append(codes[id(a)])
         return dir_args, data_args, outs
 
     def call_action(self, decl, args):

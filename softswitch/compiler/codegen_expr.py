@@ -11,6 +11,8 @@ Shifts by a run-time amount are guarded so a huge amount cannot build a huge int
 """
 from __future__ import annotations
 
+import dataclasses
+
 import softswitch.frontend.p4ast as A
 from softswitch.compiler.codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
 from softswitch.frontend.p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
@@ -18,6 +20,18 @@ from softswitch.frontend.p4types import wrap as const_wrap   # a constant brough
 
 def mask(w: int) -> str:
     return hex((1 << w) - 1)
+
+
+def has_call(e) -> bool:
+    """Whether expression e contains a function, method or action call."""
+    if isinstance(e, (A.Call, A.MethodCall)):
+        return True
+    if isinstance(e, list):
+        return any(has_call(x) for x in e)
+    if not dataclasses.is_dataclass(e) or isinstance(e, A.Type):
+        return False
+    return any(has_call(getattr(e, f.name)) for f in dataclasses.fields(e)
+               if f.name not in ("type", "decl", "loc"))
 
 
 def wrap(expr: str, t) -> str:
@@ -176,7 +190,7 @@ class ExprGen:
         lt = e.left.type
         if op in ("&&", "||"):
             return self._lazy_bool(op, self.expr(e.left), e.right)
-        a, b = self.expr(e.left), self.expr(e.right)
+        a, b = self.ordered([e.left, e.right])
         if op in ("==", "!="):
             if is_aggregate(lt):
                 r = f"{a}._eq({b})"
@@ -253,7 +267,52 @@ class ExprGen:
         return v
 
     def x_ListExpr(self, e):
-        return "(" + "".join(self.expr(x) + ", " for x in e.elems) + ")"
+        return "(" + "".join(c + ", " for c in self.ordered(e.elems)) + ")"
+
+    # ------------------------------------------------------------ evaluation order
+    def ordered(self, exprs) -> list:
+        """Python code of each expression, evaluated left to right as P4 requires (p4c's
+        side-effect ordering). Evaluating one may emit statements first (a call with out or
+        inout arguments, a table apply); those would run before the earlier operands' code is
+        read, so the earlier values are captured into temporaries ahead of them."""
+        codes = []
+        for x in exprs:
+            mark = len(self.lines)
+            code = self.expr(x)
+            if len(self.lines) > mark:
+                codes = [self.capture_at(mark, c, prev.type) for c, prev in zip(codes, exprs)]
+            codes.append(code)
+        return codes
+
+    def capture_at(self, mark: int, code: str, t) -> str:
+        """`code`'s value as of line position mark: a temporary assigned there."""
+        if code.lstrip("-").isdigit() or code in ("True", "False"):
+            return code
+        tmp = self.tmp()
+        value = f"{code}._clone()" if is_aggregate(t) else code
+        self.lines.insert(mark, "    " * self.ind + f"{tmp} = {value}")
+        return tmp
+
+    def pin_indexes(self, lv, mark: int):
+        """The lvalue lv with its stack indexes that contain a call evaluated at line
+        position mark, i.e. before the right side. That is p4c's order (its side-effect
+        pass hoists only such indexes, first), so BMv2's: an index without a call is read
+        when the assignment happens, after the right side."""
+        if isinstance(lv, A.Index):
+            base = self.pin_indexes(lv.expr, mark)
+            idx = lv.index
+            if has_call(idx):
+                start = len(self.lines)
+                code = self.expr(idx)
+                moved = self.lines[start:]
+                del self.lines[start:]
+                self.lines[mark:mark] = moved
+                tmp = self.capture_at(mark + len(moved), code, idx.type)
+                idx = A.PathExpr(tmp, "raw", type=idx.type, loc=idx.loc)
+            return dataclasses.replace(lv, expr=base, index=idx)
+        if isinstance(lv, (A.Member, A.Slice)):
+            return dataclasses.replace(lv, expr=self.pin_indexes(lv.expr, mark))
+        return lv
 
     def x_MethodCall(self, e):
         if e.method == "isValid":
