@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 import softswitch.frontend.p4ast as A
-from softswitch.compiler.codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
+from softswitch.compiler.codegen_types import CodegenError, default_value, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
 from softswitch.frontend.p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
 
 
@@ -267,7 +267,21 @@ class ExprGen:
         return v
 
     def x_ListExpr(self, e):
-        return "(" + "".join(c + ", " for c in self.ordered(e.elems)) + ")"
+        codes = self.ordered(e.elems)
+        if isinstance(e.type, (A.HeaderT, A.StructT)):
+            # a list as a header or struct value (returned, passed, compared): a new object
+            obj = self.tmp()
+            self.line(f"{obj} = {default_value(e.type)}")
+            self.fill(obj, e.type, codes)
+            return obj
+        return "(" + "".join(c + ", " for c in codes) + ")"
+
+    def fill(self, obj: str, t, codes):
+        """Set the fields of the fresh object obj (of header or struct type t) to codes."""
+        if isinstance(t, A.HeaderT):
+            self.line(f"{obj}._v = True")
+        for f, c in zip(t.fields, codes):
+            self.line(f"{obj}.{f.name}._set({c})" if is_aggregate(f.type) else f"{obj}.{f.name} = {c}")
 
     # ------------------------------------------------------------ evaluation order
     def ordered(self, exprs) -> list:
@@ -343,17 +357,20 @@ class ExprGen:
             return
         target = self.expr(lhs)
         if is_aggregate(t):
-            if isinstance(rhs_expr, A.ListExpr):
-                self.assign_list(lhs, target, rhs_expr)
-            else:
-                self.line(f"{target}._set({rhs_code})")
+            self.line(f"{target}._set({rhs_code})")
             return
         self.line(f"{target} = {rhs_code}")
 
     def assign_list(self, lhs, target, lst: A.ListExpr):
+        """Initialize a variable that is being declared (so no element can read it) from a
+        list, field by field, without building a temporary object."""
         t = lhs.type
         if isinstance(t, A.HeaderT):
             self.line(f"{target}._v = True")
-        for f, x in zip(t.fields, lst.elems):
-            sub = A.Member(lhs, f.name, type=f.type, loc=lhs.loc)
-            self.assign(sub, self.expr(x), x)
+        codes = self.ordered(lst.elems)
+        for f, x, c in zip(t.fields, lst.elems, codes):
+            if isinstance(x, A.ListExpr) and is_aggregate(f.type):
+                # the nested object was built by ordered(): copy it
+                self.line(f"{target}.{f.name}._set({c})")
+            else:
+                self.assign(A.Member(lhs, f.name, type=f.type, loc=lhs.loc), c, x)
