@@ -250,7 +250,7 @@ class FnGen(ExprGen):
         tup = "(" + "".join(a + ", " for a in data_args) + ")"
         call = f"{fn}(_P, {self.ctl_args}{', ' if self.ctl_args else ''}{self.locals_obj()}, {tup}" + \
             "".join(", " + a for a in dir_args) + ")"
-        self._copy_out(call, outs, has_value=False)
+        self._copy_out(call, outs, has_value=False, exits=True)
 
     def call_function(self, e, want_value):
         decl = e.func.decl
@@ -260,7 +260,9 @@ class FnGen(ExprGen):
         has_value = not isinstance(decl.return_type, A.VoidT)
         return self._copy_out(call, outs, has_value, want_value)
 
-    def _copy_out(self, call, outs, has_value, want_value=False):
+    def _copy_out(self, call, outs, has_value, want_value=False, exits=False):
+        """Emit the call and the copy-out of its out/inout arguments; exits: the callee (an
+        action) returns an exit flag after them, and exits here after the copy-out."""
         if not outs:
             if want_value:
                 return call
@@ -271,6 +273,9 @@ class FnGen(ExprGen):
         base = 1 if has_value else 0
         for i, lv in enumerate(outs):
             self.assign(lv, f"{r}[{base + i}]")
+        if exits:
+            self.line(f"if {r}[{base + len(outs)}]:")
+            self.line("    raise P4Exit")
         return f"{r}[0]" if has_value else None
 
     def locals_obj(self) -> str:
@@ -316,12 +321,22 @@ def gen_action(unit, ctl, decl: A.ActionDecl, fname: str) -> list[str]:
     data = [p for p in decl.params if not p.direction]
     directional = [p for p in decl.params if p.direction]
     outs = [p for p in directional if p.direction in ("out", "inout")]
-    g.return_code = "return (" + "".join(f"p_{p.name}, " for p in outs) + ")" if outs else "return"
+    # with out/inout parameters: returns their values and whether `exit` ran, because an
+    # exit still copies them out (P4-16 exit statement; p4c and BMv2 do): the caller copies
+    # out, then exits
+    outs_code = "".join(f"p_{p.name}, " for p in outs)
+    g.return_code = f"return ({outs_code}False)" if outs else "return"
     if data:
         g.line("".join(f"p_{p.name}, " for p in data) + "= A")
     _copy_in(g, directional)
+    if outs:
+        g.line("try:")
+        g.ind += 1
     g.block(decl.body)
     if outs:
+        g.ind -= 1
+        g.line("except P4Exit:")
+        g.line(f"    return ({outs_code}True)")
         g.line(g.return_code)
     sig = ", ".join(["_P"] + (["p_" + p.name for p in ctl_params]) + ["L", "A"] +
                     ["p_" + p.name for p in directional])
