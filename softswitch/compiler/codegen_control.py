@@ -343,6 +343,22 @@ def gen_action(unit, ctl, decl: A.ActionDecl, fname: str) -> list[str]:
     return [f"def {fname}({sig}):  # action {decl.runtime_name or decl.name}"] + g.header_lines() + g.lines
 
 
+def gen_bound_action(unit, ctl, ref: A.ActionRef, fname: str) -> list[str]:
+    """A table's entry for an action whose in/out/inout parameters are bound in the table's
+    actions list (`actions = { a(hdr.x); }`): called like any table action, it evaluates the
+    bound arguments when the table runs the action, passes the entry's data through, and
+    copies out (then exits if the action did)."""
+    g = FnGen(unit, ctl, ctl.params, _control_var_names(ctl))
+    directional = [p for p in ref.action.params if p.direction]
+    dir_args, _, outs = g._bind_args(directional, ref.args)
+    call = f"{unit.action_fn(ctl, ref.action)}(_P, {g.ctl_args}{', ' if g.ctl_args else ''}L, A" + \
+        "".join(", " + a for a in dir_args) + ")"
+    g._copy_out(call, outs, has_value=False, exits=True)
+    sig = ", ".join(["_P"] + ["p_" + p.name for p in ctl.params] + ["L", "A"])
+    return [f"def {fname}({sig}):  # table action {ref.action.runtime_name or ref.action.name}, bound"] + \
+        g.header_lines() + g.lines
+
+
 def gen_function(unit, decl: A.FunctionDecl, fname: str) -> list[str]:
     g = FnGen(unit, None, (), ())
     directional = list(decl.params)

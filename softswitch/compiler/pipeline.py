@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import softswitch.frontend.p4ast as A
 import softswitch.runtime.state as S
-from softswitch.compiler.codegen_control import gen_action, gen_control, gen_function, gen_locals_class
+from softswitch.compiler.codegen_control import gen_action, gen_bound_action, gen_control, gen_function, gen_locals_class
 from softswitch.compiler.codegen_expr import CodegenError
 from softswitch.frontend.errors import P4Error
 from softswitch.compiler.codegen_parser import DeparserGen, ParserGen
@@ -136,9 +136,11 @@ class Unit:
                 fmap[table.default_action] = "_noop_action"
             for ref in tdecl.actions:
                 if any(p.direction for p in ref.action.params):
-                    raise CodegenError(f"unsupported: action {ref.action.name} with in/out/inout parameters "
-                                       f"in the actions of table {tdecl.name}", tdecl.loc)
-                fmap[self.specs[self.action_runtime_name(ref.action)]] = self.action_fn(ctl, ref.action)
+                    fn = f"b_{key[0]}_{tdecl.name}_{ref.action.name}_{next(self._ids)}"
+                    self.defs += gen_bound_action(self, ctl, ref, fn) + [""]
+                else:
+                    fn = self.action_fn(ctl, ref.action)
+                fmap[self.specs[self.action_runtime_name(ref.action)]] = fn
             self._fnmaps[key] = self.bind("FN_", fmap)
         return self._fnmaps[key]
 

@@ -11,7 +11,7 @@ from softswitch.stf.target_softswitch import SoftswitchTarget
 
 PAIRS = Path(__file__).parent / "p4c_stf"
 # tables and union are the runner's own fixtures (test_stf_runner.py)
-SEMANTICS = ["entry_priority", "eval_order", "list_values", "action_exit"]
+SEMANTICS = ["entry_priority", "eval_order", "list_values", "action_exit", "table_bound"]
 
 
 @pytest.mark.parametrize("name", SEMANTICS)
