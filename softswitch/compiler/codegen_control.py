@@ -200,6 +200,8 @@ class FnGen(ExprGen):
                 self.table_apply(e)
                 return
             if e.method in ("setValid", "setInvalid"):
+                if e.method == "setValid":
+                    self.union_member_valid(e.target)
                 self.line(f"{self.expr(e.target)}._v = {e.method == 'setValid'}")
                 return
             if e.method == "isValid":

@@ -283,6 +283,16 @@ class ExprGen:
         for f, c in zip(t.fields, codes):
             self.line(f"{obj}.{f.name}._set({c})" if is_aggregate(f.type) else f"{obj}.{f.name} = {c}")
 
+    def union_member_valid(self, member, base: str | None = None):
+        """Emit the invalidation of the other members when union member `member` (an
+        A.Member of a header_union) becomes valid: a union has at most one valid member."""
+        if not (isinstance(member, A.Member) and isinstance(member.expr.type, A.HeaderUnionT)):
+            return
+        base = base if base is not None else self.expr(member.expr)
+        for f in member.expr.type.fields:
+            if f.name != member.name:
+                self.line(f"{base}.{f.name}._v = False")
+
     # ------------------------------------------------------------ evaluation order
     def ordered(self, exprs) -> list:
         """Python code of each expression, evaluated left to right as P4 requires (p4c's
@@ -358,6 +368,11 @@ class ExprGen:
         target = self.expr(lhs)
         if is_aggregate(t):
             self.line(f"{target}._set({rhs_code})")
+            if isinstance(lhs, A.Member) and isinstance(lhs.expr.type, A.HeaderUnionT):
+                self.line(f"if {target}._v:")
+                self.ind += 1
+                self.union_member_valid(lhs)
+                self.ind -= 1
             return
         self.line(f"{target} = {rhs_code}")
 

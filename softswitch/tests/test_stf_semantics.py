@@ -10,8 +10,8 @@ from softswitch.stf.target_bmv2 import Bmv2Target, missing_tools
 from softswitch.stf.target_softswitch import SoftswitchTarget
 
 PAIRS = Path(__file__).parent / "p4c_stf"
-# tables and union are the runner's own fixtures (test_stf_runner.py)
-SEMANTICS = ["entry_priority", "eval_order", "list_values", "action_exit", "table_bound"]
+# tables and varbit are the runner's own fixtures (test_stf_runner.py)
+SEMANTICS = ["entry_priority", "eval_order", "list_values", "action_exit", "table_bound", "header_union"]
 
 
 @pytest.mark.parametrize("name", SEMANTICS)
@@ -62,3 +62,19 @@ def test_front_end_reads_priority_after_the_action_and_refuses_two(tmp_path):
     (tmp_path / "bad.p4").write_text(bad)
     with pytest.raises(P4Error, match=r"entry priority given twice \(@priority and priority=\)"):
         load(str(tmp_path / "bad.p4"))
+
+
+# ------------------------------------------------------------------ header unions
+def test_pop_front_of_a_union_stack_invalidates_every_member_of_the_vacated_element(tmp_path):
+    """The P4-16 rule (BMv2 1.15 leaves a member valid here: docs/softswitch.md, Differences)."""
+    program = (PAIRS / "header_union.p4").read_text().replace(
+        "        }\n        hdr.h.f =", "        }\n        if (hdr.h.op == 3) { hdr.us.pop_front(1); }\n        hdr.h.f =")
+    assert "pop_front(1)" in program
+    (tmp_path / "u.p4").write_text(program)
+    # us[0].a and us[1].b extracted; after pop_front us[0] is the b, us[1] (its a) is invalid
+    (tmp_path / "u.stf").write_text("expect 1 03 00 1234 $\npacket 0 03 00 aa 1234\n")
+    out = run_test(tmp_path / "u.stf", tmp_path / "u.p4", SoftswitchTarget())
+    assert (out.status, out.cause) == ("pass", ""), out.detail
+    (tmp_path / "u.stf").write_text("expect 1 03 00 1234 aa $\npacket 0 03 00 aa 1234\n")
+    out = run_test(tmp_path / "u.stf", tmp_path / "u.p4", SoftswitchTarget())
+    assert out.status == "fail" and "4 bytes, expected at least 5" in out.detail, out.detail
