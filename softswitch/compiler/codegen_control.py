@@ -105,7 +105,10 @@ class FnGen(ExprGen):
         pass
 
     def s_Assign(self, s):
-        self.assign(s.lhs, self.expr(s.rhs), s.rhs)
+        mark = len(self.lines)
+        rhs = self.expr(s.rhs)
+        lhs = s.lhs if len(self.lines) == mark else self.pin_indexes(s.lhs, mark)
+        self.assign(lhs, rhs, s.rhs)
 
     def s_VarDecl(self, s):
         self.py_locals.add(s.name)
@@ -197,6 +200,8 @@ class FnGen(ExprGen):
                 self.table_apply(e)
                 return
             if e.method in ("setValid", "setInvalid"):
+                if e.method == "setValid":
+                    self.union_member_valid(e.target)
                 self.line(f"{self.expr(e.target)}._v = {e.method == 'setValid'}")
                 return
             if e.method == "isValid":
@@ -228,15 +233,17 @@ class FnGen(ExprGen):
     def _bind_args(self, params, args):
         """Directional args (Python exprs) and copy-out pairs (param, lvalue expr)."""
         dir_args, outs, data_args = [], [], []
+        read = [(p, a) for p, a in zip(params, args) if p.direction != "out"]
+        codes = dict(zip((id(a) for _, a in read), self.ordered([a for _, a in read])))
         for p, a in zip(params, args):
             if p.direction in ("out", "inout"):
                 outs.append(a)
             if p.direction == "out":
                 dir_args.append("None")
             elif p.direction:
-                dir_args.append(self.expr(a))
+                dir_args.append(codes[id(a)])
             else:
-                data_args.append(self.expr(a))
+                data_args.append(codes[id(a)])
         return dir_args, data_args, outs
 
     def call_action(self, decl, args):
@@ -245,7 +252,7 @@ class FnGen(ExprGen):
         tup = "(" + "".join(a + ", " for a in data_args) + ")"
         call = f"{fn}(_P, {self.ctl_args}{', ' if self.ctl_args else ''}{self.locals_obj()}, {tup}" + \
             "".join(", " + a for a in dir_args) + ")"
-        self._copy_out(call, outs, has_value=False)
+        self._copy_out(call, outs, has_value=False, exits=True)
 
     def call_function(self, e, want_value):
         decl = e.func.decl
@@ -255,7 +262,9 @@ class FnGen(ExprGen):
         has_value = not isinstance(decl.return_type, A.VoidT)
         return self._copy_out(call, outs, has_value, want_value)
 
-    def _copy_out(self, call, outs, has_value, want_value=False):
+    def _copy_out(self, call, outs, has_value, want_value=False, exits=False):
+        """Emit the call and the copy-out of its out/inout arguments; exits: the callee (an
+        action) returns an exit flag after them, and exits here after the copy-out."""
         if not outs:
             if want_value:
                 return call
@@ -266,6 +275,9 @@ class FnGen(ExprGen):
         base = 1 if has_value else 0
         for i, lv in enumerate(outs):
             self.assign(lv, f"{r}[{base + i}]")
+        if exits:
+            self.line(f"if {r}[{base + len(outs)}]:")
+            self.line("    raise P4Exit")
         return f"{r}[0]" if has_value else None
 
     def locals_obj(self) -> str:
@@ -311,16 +323,42 @@ def gen_action(unit, ctl, decl: A.ActionDecl, fname: str) -> list[str]:
     data = [p for p in decl.params if not p.direction]
     directional = [p for p in decl.params if p.direction]
     outs = [p for p in directional if p.direction in ("out", "inout")]
-    g.return_code = "return (" + "".join(f"p_{p.name}, " for p in outs) + ")" if outs else "return"
+    # with out/inout parameters: returns their values and whether `exit` ran, because an
+    # exit still copies them out (P4-16 exit statement; p4c and BMv2 do): the caller copies
+    # out, then exits
+    outs_code = "".join(f"p_{p.name}, " for p in outs)
+    g.return_code = f"return ({outs_code}False)" if outs else "return"
     if data:
         g.line("".join(f"p_{p.name}, " for p in data) + "= A")
     _copy_in(g, directional)
+    if outs:
+        g.line("try:")
+        g.ind += 1
     g.block(decl.body)
     if outs:
+        g.ind -= 1
+        g.line("except P4Exit:")
+        g.line(f"    return ({outs_code}True)")
         g.line(g.return_code)
     sig = ", ".join(["_P"] + (["p_" + p.name for p in ctl_params]) + ["L", "A"] +
                     ["p_" + p.name for p in directional])
     return [f"def {fname}({sig}):  # action {decl.runtime_name or decl.name}"] + g.header_lines() + g.lines
+
+
+def gen_bound_action(unit, ctl, ref: A.ActionRef, fname: str) -> list[str]:
+    """A table's entry for an action whose in/out/inout parameters are bound in the table's
+    actions list (`actions = { a(hdr.x); }`): called like any table action, it evaluates the
+    bound arguments when the table runs the action, passes the entry's data through, and
+    copies out (then exits if the action did)."""
+    g = FnGen(unit, ctl, ctl.params, _control_var_names(ctl))
+    directional = [p for p in ref.action.params if p.direction]
+    dir_args, _, outs = g._bind_args(directional, ref.args)
+    call = f"{unit.action_fn(ctl, ref.action)}(_P, {g.ctl_args}{', ' if g.ctl_args else ''}L, A" + \
+        "".join(", " + a for a in dir_args) + ")"
+    g._copy_out(call, outs, has_value=False, exits=True)
+    sig = ", ".join(["_P"] + ["p_" + p.name for p in ctl.params] + ["L", "A"])
+    return [f"def {fname}({sig}):  # table action {ref.action.runtime_name or ref.action.name}, bound"] + \
+        g.header_lines() + g.lines
 
 
 def gen_function(unit, decl: A.FunctionDecl, fname: str) -> list[str]:

@@ -11,13 +11,27 @@ Shifts by a run-time amount are guarded so a huge amount cannot build a huge int
 """
 from __future__ import annotations
 
+import dataclasses
+
 import softswitch.frontend.p4ast as A
-from softswitch.compiler.codegen_types import CodegenError, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
+from softswitch.compiler.codegen_types import CodegenError, default_value, is_aggregate, width_of, is_signed  # noqa: F401 (CodegenError re-exported)
 from softswitch.frontend.p4types import wrap as const_wrap   # a constant brought into a type's range, as the front end folds it
 
 
 def mask(w: int) -> str:
     return hex((1 << w) - 1)
+
+
+def has_call(e) -> bool:
+    """Whether expression e contains a function, method or action call."""
+    if isinstance(e, (A.Call, A.MethodCall)):
+        return True
+    if isinstance(e, list):
+        return any(has_call(x) for x in e)
+    if not dataclasses.is_dataclass(e) or isinstance(e, A.Type):
+        return False
+    return any(has_call(getattr(e, f.name)) for f in dataclasses.fields(e)
+               if f.name not in ("type", "decl", "loc"))
 
 
 def wrap(expr: str, t) -> str:
@@ -176,7 +190,7 @@ class ExprGen:
         lt = e.left.type
         if op in ("&&", "||"):
             return self._lazy_bool(op, self.expr(e.left), e.right)
-        a, b = self.expr(e.left), self.expr(e.right)
+        a, b = self.ordered([e.left, e.right])
         if op in ("==", "!="):
             if is_aggregate(lt):
                 r = f"{a}._eq({b})"
@@ -253,7 +267,76 @@ class ExprGen:
         return v
 
     def x_ListExpr(self, e):
-        return "(" + "".join(self.expr(x) + ", " for x in e.elems) + ")"
+        codes = self.ordered(e.elems)
+        if isinstance(e.type, (A.HeaderT, A.StructT)):
+            # a list as a header or struct value (returned, passed, compared): a new object
+            obj = self.tmp()
+            self.line(f"{obj} = {default_value(e.type)}")
+            self.fill(obj, e.type, codes)
+            return obj
+        return "(" + "".join(c + ", " for c in codes) + ")"
+
+    def fill(self, obj: str, t, codes):
+        """Set the fields of the fresh object obj (of header or struct type t) to codes."""
+        if isinstance(t, A.HeaderT):
+            self.line(f"{obj}._v = True")
+        for f, c in zip(t.fields, codes):
+            self.line(f"{obj}.{f.name}._set({c})" if is_aggregate(f.type) else f"{obj}.{f.name} = {c}")
+
+    def union_member_valid(self, member, base: str | None = None):
+        """Emit the invalidation of the other members when union member `member` (an
+        A.Member of a header_union) becomes valid: a union has at most one valid member."""
+        if not (isinstance(member, A.Member) and isinstance(member.expr.type, A.HeaderUnionT)):
+            return
+        base = base if base is not None else self.expr(member.expr)
+        for f in member.expr.type.fields:
+            if f.name != member.name:
+                self.line(f"{base}.{f.name}._v = False")
+
+    # ------------------------------------------------------------ evaluation order
+    def ordered(self, exprs) -> list:
+        """Python code of each expression, evaluated left to right as P4 requires (p4c's
+        side-effect ordering). Evaluating one may emit statements first (a call with out or
+        inout arguments, a table apply); those would run before the earlier operands' code is
+        read, so the earlier values are captured into temporaries ahead of them."""
+        codes = []
+        for x in exprs:
+            mark = len(self.lines)
+            code = self.expr(x)
+            if len(self.lines) > mark:
+                codes = [self.capture_at(mark, c, prev.type) for c, prev in zip(codes, exprs)]
+            codes.append(code)
+        return codes
+
+    def capture_at(self, mark: int, code: str, t) -> str:
+        """`code`'s value as of line position mark: a temporary assigned there."""
+        if code.lstrip("-").isdigit() or code in ("True", "False"):
+            return code
+        tmp = self.tmp()
+        value = f"{code}._clone()" if is_aggregate(t) else code
+        self.lines.insert(mark, "    " * self.ind + f"{tmp} = {value}")
+        return tmp
+
+    def pin_indexes(self, lv, mark: int):
+        """The lvalue lv with its stack indexes that contain a call evaluated at line
+        position mark, i.e. before the right side. That is p4c's order (its side-effect
+        pass hoists only such indexes, first), so BMv2's: an index without a call is read
+        when the assignment happens, after the right side."""
+        if isinstance(lv, A.Index):
+            base = self.pin_indexes(lv.expr, mark)
+            idx = lv.index
+            if has_call(idx):
+                start = len(self.lines)
+                code = self.expr(idx)
+                moved = self.lines[start:]
+                del self.lines[start:]
+                self.lines[mark:mark] = moved
+                tmp = self.capture_at(mark + len(moved), code, idx.type)
+                idx = A.PathExpr(tmp, "raw", type=idx.type, loc=idx.loc)
+            return dataclasses.replace(lv, expr=base, index=idx)
+        if isinstance(lv, (A.Member, A.Slice)):
+            return dataclasses.replace(lv, expr=self.pin_indexes(lv.expr, mark))
+        return lv
 
     def x_MethodCall(self, e):
         if e.method == "isValid":
@@ -284,17 +367,25 @@ class ExprGen:
             return
         target = self.expr(lhs)
         if is_aggregate(t):
-            if isinstance(rhs_expr, A.ListExpr):
-                self.assign_list(lhs, target, rhs_expr)
-            else:
-                self.line(f"{target}._set({rhs_code})")
+            self.line(f"{target}._set({rhs_code})")
+            if isinstance(lhs, A.Member) and isinstance(lhs.expr.type, A.HeaderUnionT):
+                self.line(f"if {target}._v:")
+                self.ind += 1
+                self.union_member_valid(lhs)
+                self.ind -= 1
             return
         self.line(f"{target} = {rhs_code}")
 
     def assign_list(self, lhs, target, lst: A.ListExpr):
+        """Initialize a variable that is being declared (so no element can read it) from a
+        list, field by field, without building a temporary object."""
         t = lhs.type
         if isinstance(t, A.HeaderT):
             self.line(f"{target}._v = True")
-        for f, x in zip(t.fields, lst.elems):
-            sub = A.Member(lhs, f.name, type=f.type, loc=lhs.loc)
-            self.assign(sub, self.expr(x), x)
+        codes = self.ordered(lst.elems)
+        for f, x, c in zip(t.fields, lst.elems, codes):
+            if isinstance(x, A.ListExpr) and is_aggregate(f.type):
+                # the nested object was built by ordered(): copy it
+                self.line(f"{target}.{f.name}._set({c})")
+            else:
+                self.assign(A.Member(lhs, f.name, type=f.type, loc=lhs.loc), c, x)

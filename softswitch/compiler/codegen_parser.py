@@ -75,16 +75,25 @@ class ParserGen(FnGen):
         if not isinstance(t, A.HeaderT):
             raise CodegenError(f"unsupported: extract into {type(t).__name__} (only fixed-size headers)", e.loc)
         nbytes = width_of(t) // 8
-        if isinstance(arg, A.Member) and arg.name == "next" and isinstance(arg.expr.type, A.StackT):
+        # stack.next (a header) or stack.next.member (a member of a header union)
+        nxt = arg if isinstance(arg, A.Member) and arg.name == "next" else \
+            arg.expr if isinstance(arg, A.Member) and isinstance(arg.expr, A.Member) and arg.expr.name == "next" \
+            else None
+        if nxt is not None and isinstance(nxt.expr.type, A.StackT):
             stk = self.tmp()
-            self.line(f"{stk} = {self.expr(arg.expr)}")
-            self.line(f"if {stk}.nxt >= {arg.expr.type.size}:")
+            self.line(f"{stk} = {self.expr(nxt.expr)}")
+            self.line(f"if {stk}.nxt >= {nxt.expr.type.size}:")
             self.line(f"    raise ParserError({self.err('StackOutOfBounds')})")
             self.need(str(nbytes))
-            self.line(f"{stk}.h[{stk}.nxt]._extract(_buf, _off)")
+            elem = f"{stk}.h[{stk}.nxt]"
+            if nxt is not arg:
+                self.union_member_valid(arg, elem)
+                elem = f"{elem}.{arg.name}"
+            self.line(f"{elem}._extract(_buf, _off)")
             self.line(f"{stk}.nxt += 1")
         else:
             self.need(str(nbytes))
+            self.union_member_valid(arg)
             self.line(f"{self.expr(arg)}._extract(_buf, _off)")
         self.line(f"_off += {nbytes}")
 

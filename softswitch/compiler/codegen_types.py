@@ -287,9 +287,17 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
 
 
 def gen_union_class(u: A.HeaderUnionT) -> list[str]:
-    # A union is modelled as a struct of headers; validity rules (at most one
-    # valid member) are enforced by setValid in the expression generator.
-    return gen_struct_class(u, class_name(u))
+    """A header union is a struct of its member headers plus `_v`, the union's validity: true
+    when a member is valid; setting it false invalidates every member (a stack's pop_front).
+    The rule that at most one member is valid is kept by the code that makes one valid
+    (setValid, extract, assignment: see ExprGen.union_member_valid)."""
+    names = [f.name for f in u.fields]
+    L = gen_struct_class(u, class_name(u))
+    L += ["    @property", "    def _v(self):",
+          "        return " + (" or ".join(f"self.{n}._v" for n in names) or "False"),
+          "    @_v.setter", "    def _v(self, v):", "        if not v:"]
+    L += [f"            self.{n}._v = False" for n in names] or ["            pass"]
+    return L
 
 
 def is_aggregate(t) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import softswitch.frontend.p4ast as A
 import softswitch.runtime.state as S
-from softswitch.compiler.codegen_control import gen_action, gen_control, gen_function, gen_locals_class
+from softswitch.compiler.codegen_control import gen_action, gen_bound_action, gen_control, gen_function, gen_locals_class
 from softswitch.compiler.codegen_expr import CodegenError
 from softswitch.frontend.errors import P4Error
 from softswitch.compiler.codegen_parser import DeparserGen, ParserGen
@@ -136,9 +136,11 @@ class Unit:
                 fmap[table.default_action] = "_noop_action"
             for ref in tdecl.actions:
                 if any(p.direction for p in ref.action.params):
-                    raise CodegenError(f"unsupported: action {ref.action.name} with in/out/inout parameters "
-                                       f"in the actions of table {tdecl.name}", tdecl.loc)
-                fmap[self.specs[self.action_runtime_name(ref.action)]] = self.action_fn(ctl, ref.action)
+                    fn = f"b_{key[0]}_{tdecl.name}_{ref.action.name}_{next(self._ids)}"
+                    self.defs += gen_bound_action(self, ctl, ref, fn) + [""]
+                else:
+                    fn = self.action_fn(ctl, ref.action)
+                fmap[self.specs[self.action_runtime_name(ref.action)]] = fn
             self._fnmaps[key] = self.bind("FN_", fmap)
         return self._fnmaps[key]
 
@@ -284,14 +286,18 @@ BMV2_PRIORITY_BASE = 1 << 24
 
 
 def _bmv2_priorities(entries) -> list:
-    """P4-16 (14.2.1.4, default largest_priority_wins, priority_delta 1) to BMv2's
-    convention, where the numerically lowest priority wins.
+    """The BMv2 priority (numerically lowest wins) of each const entry.
 
-    Without explicit priorities the first entry ranks highest. With some, an entry
-    without one ranks just below the entry before it (the first such entry, if it
-    comes before any explicit one, ranks above all explicit ones)."""
-    if not any(e.priority is not None for e in entries):
-        return [i + 1 for i in range(len(entries))]
+    With only `@priority(N)` annotations (or none), as p4c's BMv2 back end does: an
+    annotated entry gets N itself, every other entry its 1-based position.
+
+    With any P4-16 `priority=N:` property (14.2.1.4, default largest_priority_wins,
+    priority_delta 1), P4-16's order converted to BMv2's: an entry without a priority
+    ranks just below the entry before it (the first such entry, if it comes before any
+    explicit one, ranks above all explicit ones); `@priority` then counts as `priority=`."""
+    if not any(e.priority_from == "property" for e in entries):
+        return [e.priority if e.priority_from == "annotation" else i + 1
+                for i, e in enumerate(entries)]
     top = max(e.priority for e in entries if e.priority is not None) + len(entries)
     p4, prev = [], None
     for e in entries:

@@ -376,6 +376,9 @@ class ConstEntry:
     keys: list       # list[Expr]: Literal / Mask / Range / Default, one per key element
     action: ActionRef
     priority: Optional[int] = None
+    # where the priority came from: "property" (P4-16 `priority=N:`, largest wins) or
+    # "annotation" (`@priority(N)`, p4c's BMv2 meaning: the BMv2 priority itself, lowest wins)
+    priority_from: str = ""
 
 
 @dataclass

@@ -262,14 +262,17 @@ class TableMixin:
 
     def entry(self, table, tree) -> A.ConstEntry:
         kids = list(tree.children)
-        annos = self.annotations(kids[0])
+        # p4c writes @priority after the action (`k : a() @priority(1);`), older code before
+        # the keyset: both count
+        annos = {**self.annotations(kids[0]), **self.annotations(kids[-1])}
         i = 1
-        priority = None
+        priority, priority_from = None, ""
         if isinstance(kids[1], Tree) and kids[1].data == "entry_priority":
             word, value = kids[1].children
             if str(word) != "priority":
                 raise self.error(kids[1], f"unknown entry property '{word}' (only priority=N)")
             priority = self.const_int(value, "entry priority")
+            priority_from = "property"
             i = 2
         ks_tree, name_tree = kids[i], kids[i + 1]
         arg_trees = list(kids[i + 2].children) if isinstance(kids[i + 2], Tree) and kids[i + 2].data == "args" else []
@@ -278,7 +281,7 @@ class TableMixin:
                 raise self.error(tree, "entry priority given twice (@priority and priority=)")
             if not isinstance(annos["priority"], int):
                 raise self.error(tree, "@priority needs an integer argument")
-            priority = annos["priority"]
+            priority, priority_from = annos["priority"], "annotation"
         if not table.keys:
             raise self.error(tree, f"table '{table.name}' has entries but no key")
         keys = self.keyset(ks_tree, [k.expr.type for k in table.keys], "table entry")
@@ -297,4 +300,4 @@ class TableMixin:
         if "defaultonly" in action.annotations:
             raise self.error(name_tree, f"action '{action.action.name}' is @defaultonly and cannot "
                                         f"be used in an entry")
-        return A.ConstEntry(keys, action, priority)
+        return A.ConstEntry(keys, action, priority, priority_from)

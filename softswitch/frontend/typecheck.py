@@ -269,7 +269,13 @@ class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
                       tree.children[1])
 
     def d_union_decl(self, tree):
-        raise self.error(tree, "unsupported: header_union (use separate headers with validity checks)")
+        name = str(tree.children[1].children[0])
+        fields = self.fields(tree.children[2:], f"header_union {name}", False)
+        for f, ft in zip(fields, tree.children[2:]):
+            if not isinstance(f.type, A.HeaderT):
+                raise self.error(ft.children[1], f"header_union member '{f.name}' must be a header, "
+                                                 f"not {type_name(f.type)}")
+        self.add_type(name, A.HeaderUnionT(name, fields), tree.children[1])
 
     def d_enum_decl(self, tree):
         name = str(tree.children[1].children[0])

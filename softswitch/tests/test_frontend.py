@@ -297,7 +297,7 @@ def test_table_apply_hit_and_lookahead():
     ("", "apply { m.x = t.apply(); }", "undeclared name 't'"),
     ("", "direct_counter(CounterType.packets) dc; table t { key = { m.x: exact; } actions = { NoAction; } "
          "meters = dc; } apply { }", "meters must name a direct_meter instance, 'dc' is not one"),
-    ("header_union u_t { h_t a; }", "apply { }", "unsupported: header_union (use separate headers with validity checks)"),
+    ("header_union u_t { h_t a; bit<8> b; }", "apply { }", "header_union member 'b' must be a header, not bit<8>"),
 ])
 def test_type_errors(decls, body, message):
     with pytest.raises(P4Error) as e:

@@ -1,20 +1,19 @@
-// The softswitch front end refuses header unions: the runner must say "refused" and why.
+// The softswitch front end refuses varbit fields: the runner must say "refused" and why.
 #include <core.p4>
 #include <v1model.p4>
 
-header a_t { bit<8> x; }
-header b_t { bit<16> y; }
-header_union u_t { a_t a; b_t b; }
-struct headers_t { u_t u; }
+header a_t { bit<8> len; }
+header opt_t { varbit<32> data; }
+struct headers_t { a_t a; opt_t opt; }
 struct meta_t { }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.u.a); transition accept; }
+    state start { pkt.extract(hdr.a); transition accept; }
 }
 control VC(inout headers_t hdr, inout meta_t m) { apply { } }
 control Ing(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { sm.egress_spec = 1; } }
 control Eg(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
 control CC(inout headers_t hdr, inout meta_t m) { apply { } }
-control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.u); } }
+control Dep(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.a); } }
 
 V1Switch(P(), VC(), Ing(), Eg(), CC(), Dep()) main;
