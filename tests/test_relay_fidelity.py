@@ -100,3 +100,30 @@ def test_udp_loss_matches_configuration(tmp_path):
     assert lo <= s["lost_packets"] <= hi
     assert pids and not set(pids) & set(_relay_pids())
     assert _interfaces("yl") == []
+
+
+def test_a_relay_that_cannot_start_fails_bring_up_and_leaves_nothing(tmp_path, monkeypatch):
+    from topologies import relay_run
+    real = relay_run.relay_command
+
+    def broken_wan_relay(spec):   # the WAN relay gets an interface that does not exist
+        cmd = real(spec)
+        return cmd[:4] + ["yfnone0"] + cmd[5:] if spec.edge == ("yfg1", "yfg2") else cmd
+
+    monkeypatch.setattr(relay_run, "relay_command", broken_wan_relay)
+    scn = scenario(link_mode="relay")
+    scn.intra_dc.access.delay_ms = 0.05   # access relays too: started before the WAN's fails
+    started = {}
+    real_start = relay_run.Relay.launch
+
+    def launch(self):
+        real_start(self)
+        started[self.spec.name] = self.pid
+
+    monkeypatch.setattr(relay_run.Relay, "launch", launch)
+    with pytest.raises(relay_run.RelayError, match=r"(?s)relay yfg1-yfg2: exited with code 1 .*No such device"):
+        with started_network(RunOptions("<fidelity>", prefix="yf"), scn, tmp_path):
+            pass
+    assert len(started) == 3, started
+    assert not set(started.values()) & set(_relay_pids())
+    assert _interfaces("yf") == []
