@@ -92,3 +92,19 @@ def test_relay_command_round_trips_each_delay_line():
     assert b_to_a.seed == r.b_to_a["seed"]
     with pytest.raises(ValueError, match="loss_pct"):
         delay_line_arg(dict(delay_ms=1, loss_pct=150))
+
+
+def test_run_preparation_picks_relay_for_bmv2_and_refuses_forced_userspace(monkeypatch):
+    from pathlib import Path
+    from testbed import backends, lifecycle
+    from testbed.scenario import load_scenario
+    monkeypatch.setattr(backends, "choose_backend", lambda requested, which=None: ("bmv2", "forced"))
+    monkeypatch.setattr(linkemu, "kernel_has_netem", lambda run=None: False)
+    quickstart = str(Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml")
+    out = lifecycle.prepare(lifecycle.RunOptions(quickstart), load_scenario(quickstart, []))
+    mode, plan = out[3], out[6]
+    assert mode == "relay" and "BMv2 cannot delay frames" in out[4]
+    assert len(plan.relays) == 7   # 4 access links, 2 uplinks, the WAN: all have a delay
+    forced = load_scenario(quickstart, ["link_emulation.mode=userspace"])
+    with pytest.raises(lifecycle.RunError, match="link_emulation.mode: relay"):
+        lifecycle.prepare(lifecycle.RunOptions(quickstart), forced)
