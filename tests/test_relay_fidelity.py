@@ -127,3 +127,24 @@ def test_a_relay_that_cannot_start_fails_bring_up_and_leaves_nothing(tmp_path, m
     assert len(started) == 3, started
     assert not set(started.values()) & set(_relay_pids())
     assert _interfaces("yf") == []
+
+
+def test_schedule_and_counters_address_the_relay_side_names(wan):
+    from testbed.lifecycle import ScheduleDriver, counter_sources
+    from topologies import linkemu
+    from topologies.schedule import BandwidthEvent
+    g = wan["graph"]
+    # the link counters read the shaped WAN names, owned by the switch whose direction they carry
+    root = next(s for s in counter_sources(wan["net"], g) if s.pid == "self")
+    assert root.intfs["yg1-eth2"] == "yg1" and root.intfs["yg2-eth2"] == "yg2"
+    driver = ScheduleDriver(g, [BandwidthEvent(0.0, ("yg1", "yg2"), 3.0)], {}, wan["run_dir"] / "bw.jsonl")
+    driver.start()
+    driver.join(5)
+    try:
+        assert driver.error is None and driver.applied
+        for intf in ("yg1-eth2", "yg2-eth2"):
+            assert linkemu.parse_htb_rate_bps(linkemu._run_root(f"tc class show dev {intf}")) == 3e6
+    finally:
+        restore = ScheduleDriver(g, [BandwidthEvent(0.0, ("yg1", "yg2"), WAN_MBPS)], {}, wan["run_dir"] / "bw.jsonl")
+        restore.start()
+        restore.join(5)
