@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 
-from topologies import linkemu, relay_run
+from topologies import linkemu
 from topologies.graph import hosts, switches
 from topologies.interfaces import delete_interfaces, interface_exists
 
@@ -99,6 +99,7 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
     """
     from mininet.link import Link
     from mininet.net import Mininet
+    from topologies import relay_run   # imports Mininet, as this function does
 
     check_names_free(emu)
 
@@ -156,6 +157,7 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
 
 def start_relays(net, emu: linkemu.LinkEmuPlan, log_dir: str, on_relay_started=None) -> None:
     """Launch every link's relay (relay mode) without waiting; appended to ``net.relays``."""
+    from topologies import relay_run
     for spec in emu.relays:
         relay = relay_run.Relay(spec, os.path.join(log_dir, f"relay-{spec.name}.log"))
         net.relays.append(relay)
@@ -235,6 +237,7 @@ def stop_network(net) -> None:
     """Stop relays, switches, links and hosts; never raises (teardown must always finish)."""
     import signal
     try:
+        from topologies import relay_run
         relay_run.stop_relays(getattr(net, "relays", []))
     except Exception as e:   # keep tearing down what is left
         print(f"warning: stopping link relays raised {e!r}")
