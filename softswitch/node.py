@@ -70,7 +70,7 @@ def prepare_host(host) -> None:
         host.cmd(f"sysctl -qw net.ipv6.conf.{key}.disable_ipv6=1")
 
 
-def _prepare_switch_intf(name: str) -> None:
+def prepare_switch_intf(name: str) -> None:
     subprocess.run(["ethtool", "-K", name, "rx", "off", "tx", "off", "sg", "off", "tso", "off",
                     "gso", "off", "gro", "off"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -80,7 +80,7 @@ def _prepare_switch_intf(name: str) -> None:
         pass
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: SIGTERM it when the process that started it dies, so a
     crashed or SIGKILLed test runner or testbed leaves no switch behind (the switch exits
     cleanly on SIGTERM). Only the start-up thread's death counts (Linux semantics), which
@@ -139,7 +139,7 @@ class ProcessSwitch(Switch):
             raise SwitchStartError(f"{self.name}: link_emu names port(s) {unknown} that have no interface; "
                                    f"ports are {sorted(self.port_map())}")
         for name in self.port_map().values():
-            _prepare_switch_intf(name)
+            prepare_switch_intf(name)
         cmd = self.command()
         os.makedirs(os.path.dirname(os.path.abspath(self.log_file)), exist_ok=True)
         with open(self.log_file, "w") as log:
@@ -151,7 +151,7 @@ class ProcessSwitch(Switch):
             # the switch by PID in order, instead of every switch dying mid-teardown.
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, cwd=REPO_ROOT, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=die_with_parent)
 
     PORT_RETRIES = 3
 

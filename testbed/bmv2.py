@@ -55,8 +55,8 @@ class Bmv2Switch(ProcessSwitch):
         if params.get("link_emu"):
             raise SwitchStartError(
                 f"{name}: simple_switch cannot apply user-space delay/jitter/loss (link_emu); "
-                "use the softswitch backend, a kernel with sch_netem, or put "
-                "`python3 -m softswitch.linkem` relays on the links")
+                "set link_emulation.mode: relay (or auto), use the softswitch backend, or a "
+                "kernel with sch_netem")
         ProcessSwitch.__init__(self, name, **params)
         self.json_path = json_path
 

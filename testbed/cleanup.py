@@ -21,7 +21,9 @@ from topologies.interfaces import delete_interfaces   # also used by the Mininet
 
 STATE_DIR = Path(os.environ.get("GDML_STATE_DIR", "/run/gdml-testbed"))
 NODE_RE = r"[a-z0-9]{0,4}?(?:h\d+r\d+w\d+|s\d+r\d+|g\d+)"
-INTF_RE = re.compile(rf"^(?:{NODE_RE}-eth\d+|gdmlnp\d+[ab])$")   # nodes, netem probe veths
+# nodes' ports, relay mode's switch ports and host-side relay ends (topologies/relay_plan.py),
+# netem probe veths
+INTF_RE = re.compile(rf"^(?:{NODE_RE}-(?:eth|sw)\d+|{NODE_RE}-rl0|gdmlnp\d+[ab])$")
 SHELL_RE = re.compile(rf"mininet:{NODE_RE}$")
 
 

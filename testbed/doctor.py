@@ -106,7 +106,8 @@ def check_qdisc(kind: str, q: Qdisc) -> Check:
         return Check(FAIL, f"qdisc {kind}: missing{why}; runs need it for {purpose}", fix, facts)
     if kind == "netem":
         return Check(WARN, f"qdisc netem: missing{why}; runs apply delay, jitter and loss in the "
-                     f"softswitch instead (host links: round trip exact, one way not)", fix, facts)
+                     f"softswitch instead (host links: round trip exact, one way not), or in "
+                     f"relay processes on the links with BMv2", fix, facts)
     return Check(WARN, f"qdisc {kind}: missing{why} ({purpose})", fix, facts)
 
 

@@ -174,13 +174,14 @@ def prepare(opts: RunOptions, scn):
     except ValueError as e:
         raise RunError(str(e)) from None
     backend, backend_reason = backends.choose_backend(scn.switch.backend)
-    mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem())
+    mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem(), backend)
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
     app.plan(graph, scn)   # the scheme's placement, trees and entries: pure, fails early
     plan = linkemu.plan(graph, mode, seed=scn.seed)
     if backend == "bmv2" and plan.switch_emu:
-        raise RunError("the bmv2 backend cannot apply delay/jitter/loss in user space and this "
-                       "kernel has no netem: use switch.backend: softswitch")
+        raise RunError("link_emulation.mode: the bmv2 backend cannot apply delay/jitter/loss in "
+                       "user space (mode userspace) and this kernel has no netem: set "
+                       "link_emulation.mode: relay (or auto), or switch.backend: softswitch")
     return app, backend, backend_reason, mode, mode_reason, graph, plan
 
 
@@ -349,14 +350,19 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
     def on_switch_started(sw):
         record.add_process(sw.pid_of_switch, f"switch {sw.name}")
 
+    def on_relay_started(relay):
+        record.add_process(relay.pid, f"link relay {relay.spec.name}")
+
     # checked before recording: teardown deletes recorded interfaces, and these would be
     # someone else's
     netbuild.check_names_free(plan)
-    record.add_interfaces([s.intf for s in plan.intfs if not s.is_host])
+    record.add_interfaces([s.intf for s in plan.intfs if not s.is_host]
+                          + [n for r in plan.relays for n in r.root_intfs()])
     return netbuild.build_network(
         graph, backends.switch_class(backend),
         switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,
-        host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started)
+        host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started,
+        relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started)
 
 
 def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:
@@ -406,6 +412,7 @@ def counter_sources(net, graph) -> list[counters.Source]:
             srcs.append(counters.Source(node.pid, intfs))
         else:
             root.update(intfs)
+    root.update(netbuild.relay_switch_intfs(net))
     return [counters.Source("self", root)] + srcs
 
 
@@ -437,6 +444,7 @@ def _qdisc_stats(net, graph) -> dict[str, dict]:
     """Per shaped interface, its root qdisc's counters (bottleneck queue drops)."""
     import subprocess
     names = {i.name for sw in net.switches for i in sw.intfList() if i.name != "lo"}
+    names.update(netbuild.relay_switch_intfs(net))
     p = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True, text=True)
     out = counters.qdisc_root_stats(p.stdout, names) if p.returncode == 0 else {}
     for h in net.hosts:

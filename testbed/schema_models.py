@@ -182,7 +182,7 @@ class SwitchCfg(Strict):
 
 
 class LinkEmulation(Strict):
-    mode: Literal["auto", "netem", "userspace"] = "auto"
+    mode: Literal["auto", "netem", "userspace", "relay"] = "auto"
 
 
 # The defaults of a stock Linux host (kernel 5.x/6.x: net/ipv4/tcp_ipv4.c and

@@ -1,6 +1,7 @@
 """SIGINT in the middle of `run.py run`: nothing of the run is left, partial results stay.
 
-Runs the real CLI in a subprocess with node prefix 'tc', interrupts it while workers run,
+Runs the real CLI in a subprocess with node prefix 'tc' ('tq' with link_emulation relay, whose
+relay processes must go too), interrupts it while workers run,
 then checks: no processes of the run (Mininet shells, switches, workers), no interfaces with
 its names, no network namespace of its hosts, no run record, and summary.json marked
 incomplete next to the partial event logs.
@@ -37,6 +38,10 @@ scheme: ps
 workload: {kind: synthetic, parameters: 100000}
 iterations: 1000
 """
+# (link emulation mode, node prefix of the SIGINT test, of the SIGKILL test, root-namespace
+# interfaces while it runs: userspace 4 access + 4 uplink + 2 WAN ends; relay mode splices a
+# relay into the WAN (the only link with a delay): its 2 ends become 4 interfaces)
+MODES = [("auto", "tc", "tk", 10), ("relay", "tq", "tj", 12)]
 
 
 def _our_processes(prefix: str) -> list[str]:
@@ -48,17 +53,19 @@ def _our_processes(prefix: str) -> list[str]:
             cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or (f"/workers/{prefix}h" in cmd and "workers.worker" in cmd):
+        if f"mininet:{prefix}" in cmd or f"-i 1@{prefix}" in cmd or (f"/workers/{prefix}h" in cmd and "workers.worker" in cmd) \
+                or ("softswitch.linkem" in cmd and f" {prefix}" in cmd):
             found.append(f"{entry}: {cmd[:120]}")
     return found
 
 
-def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
+@pytest.mark.parametrize("mode,prefix,_,n_intfs", MODES)
+def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path, mode, prefix, _, n_intfs):
     scn = tmp_path / "cleanup.yaml"
-    scn.write_text(SCENARIO)
+    scn.write_text(SCENARIO + f"link_emulation: {{mode: {mode}}}\n")
     out = tmp_path / "results"
     p = subprocess.Popen([sys.executable, str(REPO / "run.py"), "run", str(scn), "--out", str(out),
-                          "--prefix", "tc"], cwd=REPO, stdout=subprocess.PIPE,
+                          "--prefix", prefix], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     try:
         # wait until workers have logged at least one finished iteration
@@ -71,10 +78,12 @@ def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
             time.sleep(0.2)
         assert p.poll() is None, p.stdout.read()
         assert events, "the run never started its workers"
-        netns = {cleanup.netns_inode(int(l.split(":")[0])) for l in _our_processes("tch")}
+        netns = {cleanup.netns_inode(int(l.split(":")[0])) for l in _our_processes(prefix + "h")}
         netns.discard(None)
         assert len(netns) == 4, "expected the 4 hosts' namespaces while the run is live"
-        assert len([n for n in os.listdir("/sys/class/net") if n.startswith("tc")]) == 10
+        assert len([n for n in os.listdir("/sys/class/net") if n.startswith(prefix)]) == n_intfs
+        relays = [line for line in _our_processes(prefix) if "softswitch.linkem" in line]
+        assert len(relays) == (mode == "relay"), relays
         p.send_signal(signal.SIGINT)
         output, _ = p.communicate(timeout=60)
     finally:
@@ -84,8 +93,8 @@ def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
     assert p.returncode == 130, output
     assert "interrupted by SIGINT during workload" in output
 
-    assert _our_processes("tc") == []
-    assert [n for n in os.listdir("/sys/class/net") if n.startswith("tc")] == []
+    assert _our_processes(prefix) == []
+    assert [n for n in os.listdir("/sys/class/net") if n.startswith(prefix)] == []
     assert cleanup.pids_in_netns(netns - {None}) == []
     (run_dir,) = list(out.glob("cleanup/*"))
     assert not (cleanup.STATE_DIR / f"{run_dir.name}.json").exists()
@@ -97,13 +106,14 @@ def test_sigint_mid_run_leaves_nothing_and_marks_results_incomplete(tmp_path):
     assert any("iteration_end" in e.read_text() for e in (run_dir / "events").glob("*.jsonl"))
 
 
-def test_clean_removes_what_a_sigkilled_run_left(tmp_path):
+@pytest.mark.parametrize("mode,_,prefix,n_intfs", MODES)
+def test_clean_removes_what_a_sigkilled_run_left(tmp_path, mode, _, prefix, n_intfs):
     """SIGKILL gives the run no chance to tear down: its record lets `clean` do it."""
     scn = tmp_path / "cleanup.yaml"
-    scn.write_text(SCENARIO)
+    scn.write_text(SCENARIO + f"link_emulation: {{mode: {mode}}}\n")
     out = tmp_path / "results"
     p = subprocess.Popen([sys.executable, str(REPO / "run.py"), "run", str(scn), "--out", str(out),
-                          "--prefix", "tk"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                          "--prefix", prefix], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and p.poll() is None:
@@ -119,13 +129,13 @@ def test_clean_removes_what_a_sigkilled_run_left(tmp_path):
             p.wait()
     (run_dir,) = list(out.glob("cleanup/*"))
     record = cleanup.STATE_DIR / f"{run_dir.name}.json"
-    left = [n for n in os.listdir("/sys/class/net") if n.startswith("tk")]
-    assert record.exists() and left and _our_processes("tk"), "SIGKILL should leave the run behind"
+    left = [n for n in os.listdir("/sys/class/net") if n.startswith(prefix)]
+    assert record.exists() and left and _our_processes(prefix), "SIGKILL should leave the run behind"
     netns = set(json.loads(record.read_text())["netns"])
 
     report = cleanup.clean(sweep=False)   # records only: other people's networks are safe
     assert run_dir.name in report["runs"]
-    assert _our_processes("tk") == []
-    assert [n for n in os.listdir("/sys/class/net") if n.startswith("tk")] == []
+    assert _our_processes(prefix) == []
+    assert [n for n in os.listdir("/sys/class/net") if n.startswith(prefix)] == []
     assert cleanup.pids_in_netns(netns) == []
     assert not record.exists()

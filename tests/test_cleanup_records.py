@@ -19,9 +19,10 @@ def _exists(intf):
 
 
 def test_intf_and_shell_patterns_match_testbed_names_only():
-    for name in ("g1-eth3", "s2r1-eth1", "tg8-eth7", "bts3r2-eth12", "th1r1w2-eth0", "gdmlnp123a"):
+    for name in ("g1-eth3", "s2r1-eth1", "tg8-eth7", "bts3r2-eth12", "th1r1w2-eth0", "gdmlnp123a",
+                 "bmg1-sw3", "bmh1r1w2-rl0"):
         assert cleanup.INTF_RE.match(name), name
-    for name in ("eth0", "veth1234", "s1-eth1", "lo", "ifb0", "docker0"):
+    for name in ("eth0", "veth1234", "s1-eth1", "lo", "ifb0", "docker0", "g1-rl1", "br-sw1"):
         assert not cleanup.INTF_RE.match(name), name
     assert cleanup.SHELL_RE.search("bash --norc --noediting -is mininet:th1r1w1")
     assert not cleanup.SHELL_RE.search("bash --norc --noediting -is mininet:h1")

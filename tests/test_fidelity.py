@@ -34,7 +34,7 @@ WAN_DELAY_MS = 75.0
 LOSS_PCT = 5.0
 
 
-def scenario(loss_pct: float = 0.0):
+def scenario(loss_pct: float = 0.0, link_mode: str = "auto"):
     return parse_scenario(f"""
 name: fidelity
 seed: 3
@@ -48,6 +48,7 @@ intra_dc:
   uplink: {{bandwidth_mbps: 100, delay_ms: 0}}
 scheme: ps
 iterations: 1
+link_emulation: {{mode: {link_mode}}}
 """, "<fidelity>")
 
 

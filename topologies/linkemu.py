@@ -1,6 +1,6 @@
 """Link emulation: bandwidth by htb in the kernel; delay, jitter, loss by netem or in user space.
 
-Two modes, chosen once per run and recorded in the manifest:
+Three modes, chosen once per run and recorded in the manifest:
 - ``netem``: the kernel has sch_netem. Each interface end gets netem (delay, jitter, loss)
   at the root and, under it, htb (rate) with a byte-limited bfifo: the packet is delayed,
   then queued and sent at the link's rate, the order of userspace mode (the softswitch's
@@ -15,6 +15,11 @@ Two modes, chosen once per run and recorded in the manifest:
     (2 x one-way delay, jitter as configured) so RTTs stay right; loss is applied once, on
     the switch->host direction only. A warning says so whenever such a link has nonzero
     delay or loss.
+- ``relay``: no netem and a switch that cannot emulate links itself (BMv2). Each link with
+  delay, jitter or loss gets a relay process (``python3 -m softswitch.linkem``, the
+  softswitch's delay line) spliced into it; each direction is exact, access links included.
+  htb stays in the kernel, on the interface the relay writes into, so a frame is delayed
+  first and then queued for the link's rate (topologies/relay_plan.py: the wiring).
 
 htb is applied with our own tc commands, not TCLink (Mininet silently ignores rates above
 1000 Mbps); every rate is read back from the kernel after it is set.
@@ -37,8 +42,9 @@ import subprocess
 from dataclasses import dataclass, field
 
 from topologies.ports import interface_name
+from topologies.relay_plan import RelaySpec, relay_for_edge
 
-MODES = ("netem", "userspace")
+MODES = ("netem", "userspace", "relay")
 HTB_HANDLE = "5"    # htb qdisc handle; its single class is 5:1 (root qdisc without netem)
 NETEM_HANDLE = "1"  # netem mode: the root qdisc, htb 5: is its child (class 1:1)
 MTU_FRAME = 1514
@@ -78,12 +84,18 @@ def kernel_has_netem(run=None) -> bool:
             pass
 
 
-def choose_mode(requested: str | None, netem_available: bool) -> tuple[str, str]:
-    """Return (mode, reason). ``requested`` is 'auto'/None, 'netem' or 'userspace'."""
+def choose_mode(requested: str | None, netem_available: bool,
+                backend: str = "softswitch") -> tuple[str, str]:
+    """Return (mode, reason). ``requested`` is 'auto'/None, 'netem', 'userspace' or 'relay';
+    ``backend`` the switch backend: without netem, auto picks userspace for the softswitch
+    (its own egress delay lines) and relay for BMv2 (which cannot delay frames)."""
     requested = (requested or "auto").lower()
     if requested == "auto":
         if netem_available:
             return "netem", "auto: the kernel has sch_netem"
+        if backend == "bmv2":
+            return "relay", ("auto: the kernel has no sch_netem and BMv2 cannot delay frames; "
+                             "delay/jitter/loss applied by relay processes on the links")
         return "userspace", "auto: the kernel has no sch_netem; delay/jitter/loss applied by the softswitch"
     if requested == "netem":
         if not netem_available:
@@ -91,9 +103,9 @@ def choose_mode(requested: str | None, netem_available: bool) -> tuple[str, str]
                 "link emulation 'netem' was forced but this kernel has no sch_netem "
                 "(modprobe sch_netem, or set link_emulation: userspace or auto)")
         return "netem", "forced in the scenario"
-    if requested == "userspace":
-        return "userspace", "forced in the scenario"
-    raise LinkEmuError(f"unknown link emulation mode {requested!r}: use auto, netem or userspace")
+    if requested in ("userspace", "relay"):
+        return requested, "forced in the scenario"
+    raise LinkEmuError(f"unknown link emulation mode {requested!r}: use auto, netem, userspace or relay")
 
 
 # ---------------------------------------------------------------- planning (pure)
@@ -129,6 +141,8 @@ class LinkEmuPlan:
     intfs: list[IntfShape] = field(default_factory=list)
     # userspace mode: per switch, per egress port, the softswitch link_emu option
     switch_emu: dict[str, dict[int, dict]] = field(default_factory=dict)
+    # relay mode: one relay per link with delay, jitter or loss
+    relays: list[RelaySpec] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def intf(self, name: str) -> IntfShape:
@@ -180,6 +194,19 @@ def delay_line_limit(rate_mbps: float | None, delay_ms: float, jitter_ms: float 
         raise LinkEmuError(f"min_frame must be positive, got {min_frame}")
     total = in_flight_bytes(rate_mbps, delay_ms, jitter_ms) + queue_bytes(rate_mbps, delay_ms)
     return math.ceil(total / min_frame)
+
+
+def delay_line_options(imp: Impair, peak_mbps: float | None, seed: int, min_frame: int = MIN_FRAME) -> dict:
+    """One direction's delay line, as the softswitch's link_emu option and the relay's
+    --a-to-b/--b-to-a take it (LinkEmuConfig's fields)."""
+    return dict(delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms, loss_pct=imp.loss_pct, seed=seed,
+                limit=delay_line_limit(peak_mbps, imp.delay_ms, imp.jitter_ms, min_frame))
+
+
+def line_seed(seed: int, edge_index: int, second_end: bool) -> int:
+    """The delay line seed of one direction of the edge_index-th edge (sorted order): each
+    direction of each link draws its own loss and jitter, reproducibly from the run's seed."""
+    return (seed * 1000003 + edge_index * 2 + int(second_end)) & 0x7FFFFFFF
 
 
 def _check_edge(u, v, d):
@@ -235,10 +262,13 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmu
                 eff = imp
             if eff.is_zero():
                 continue
-            result.switch_emu.setdefault(n, {})[port] = dict(
-                delay_ms=eff.delay_ms, jitter_ms=eff.jitter_ms, loss_pct=eff.loss_pct,
-                seed=(seed * 1000003 + idx * 2 + (n == v)) & 0x7FFFFFFF,
-                limit=delay_line_limit(peak, eff.delay_ms, eff.jitter_ms, min_frame))
+            result.switch_emu.setdefault(n, {})[port] = delay_line_options(
+                eff, peak, line_seed(seed, idx, n == v), min_frame)
+        if mode == "relay" and not imp.is_zero():
+            # the same impairment each way, each direction with its own seed
+            result.relays.append(relay_for_edge(
+                graph, u, v, delay_line_options(imp, peak, line_seed(seed, idx, False), min_frame),
+                delay_line_options(imp, peak, line_seed(seed, idx, True), min_frame)))
         if mode == "userspace" and host_link and (imp.delay_ms or imp.loss_pct or imp.jitter_ms):
             impaired_access.append(f"{u}-{v}")
     if impaired_access:

@@ -6,7 +6,9 @@ P4 programs that do not parse it); the switch classes do the same on their own p
 of switch X is interface ``X-ethN`` with N taken from the graph's ``ports`` attribute,
 so the control plane computed from the graph alone addresses the right interfaces.
 Links are plain veth pairs (mininet.link.Link); bandwidth and impairments come from
-topologies.linkemu, applied here after the interfaces exist.
+topologies.linkemu, applied here after the interfaces exist. In relay mode a link with
+delay, jitter or loss is two veth pairs with a relay process between them
+(topologies/relay_plan.py), started once its interfaces are shaped.
 """
 from __future__ import annotations
 
@@ -71,8 +73,9 @@ def _host_run(host):
 
 def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
     """Refuse to start over interfaces that exist: they belong to someone else."""
-    taken = sorted(s.intf for s in emu.intfs
-                   if not s.is_host and interface_exists(s.intf))
+    names = {s.intf for s in emu.intfs if not s.is_host}
+    names.update(n for r in emu.relays for n in r.root_intfs())
+    taken = sorted(n for n in names if interface_exists(n))
     if taken:
         raise NetBuildError(
             f"interface(s) {', '.join(taken[:4])} already exist: another run uses these node "
@@ -80,7 +83,8 @@ def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
 
 
 def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkemu.LinkEmuPlan,
-                  host_commands: dict[str, list[str]], on_node=None, on_switch_started=None):
+                  host_commands: dict[str, list[str]], on_node=None, on_switch_started=None,
+                  relay_log_dir: str | None = None, on_relay_started=None):
     """Create, configure and start the Mininet network; returns the started ``Mininet``.
 
     switch_params: per switch, keyword options for ``switch_cls`` (program, defines, ...);
@@ -88,15 +92,22 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
     commands (static ARP, routes) from the control plane. ``on_node(node)`` is called as
     soon as a node's process exists, so the caller can record its PID for cleanup even if
     a later step fails; ``on_switch_started(switch)`` after each switch process is up.
+    Relay mode: each relay's log goes to ``relay_log_dir`` (default: the temp folder) and
+    ``on_relay_started(relay)`` is called once its process exists; the relays are
+    ``net.relays``, stopped by stop_network.
     On any failure the partly built network is stopped and the error re-raised.
     """
     from mininet.link import Link
     from mininet.net import Mininet
+    from topologies import relay_run   # imports Mininet, as this function does
 
     check_names_free(emu)
 
     net = Mininet(topo=None, controller=None, link=Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+    net.relays = []          # relay processes (relay mode), stopped by stop_network
+    net.relay_wiring = []    # the relayed links, whose root-namespace interfaces it deletes
+    relayed = {r.edge: r for r in emu.relays}
     try:
         for h in hosts(graph):
             d = graph.nodes[h]
@@ -111,6 +122,10 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
             if on_node:
                 on_node(node)
         for u, v in sorted(tuple(sorted(e)) for e in graph.edges):
+            if (u, v) in relayed:
+                net.relay_wiring.append(relayed[u, v])
+                relay_run.wire(relayed[u, v], {n: net[n] for n in (u, v)})
+                continue
             n1, p1, n2, p2 = link_endpoints(graph, u, v)
             net.addLink(n1, n2, port1=p1, port2=p2,
                         intfName1=f"{n1}-eth{p1}", intfName2=f"{n2}-eth{p2}")
@@ -128,13 +143,27 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
                 on_switch_started(sw)
         configure_hosts(net, graph, host_commands)
         apply_link_emulation(net, emu)
+        start_relays(net, emu, relay_log_dir or tempfile.gettempdir(), on_relay_started)
         for sw in net.switches:
             if hasattr(sw, "wait_ready"):
                 sw.wait_ready()
+        for relay in net.relays:
+            relay.wait_ready()
         return net
     except BaseException:
         stop_network(net)
         raise
+
+
+def start_relays(net, emu: linkemu.LinkEmuPlan, log_dir: str, on_relay_started=None) -> None:
+    """Launch every link's relay (relay mode) without waiting; appended to ``net.relays``."""
+    from topologies import relay_run
+    for spec in emu.relays:
+        relay = relay_run.Relay(spec, os.path.join(log_dir, f"relay-{spec.name}.log"))
+        net.relays.append(relay)
+        relay.launch()
+        if on_relay_started:
+            on_relay_started(relay)
 
 
 def configure_hosts(net, graph, host_commands: dict[str, list[str]]) -> None:
@@ -185,6 +214,18 @@ def apply_link_emulation(net, emu: linkemu.LinkEmuPlan) -> None:
             linkemu.verify_rate(s.intf, s.rate_mbps, linkemu._run_root)
 
 
+def relay_switch_intfs(net) -> dict[str, str]:
+    """Relay mode: the relay interfaces that bear a switch's interface name (``X-ethN``,
+    whose egress carries X's direction of the link and its htb) -> that switch. The
+    testbed counts and reads queues on these names as on a switch's own ports."""
+    out = {}
+    for spec in getattr(net, "relay_wiring", []):
+        for end, other in ((spec.a, spec.b), (spec.b, spec.a)):
+            if not other.is_host:   # the relay interface facing `end` carries other -> end
+                out[end.relay_intf] = other.node
+    return out
+
+
 def intf_runner(net, graph, node: str):
     """``run(cmd) -> str`` in the namespace of the node that owns an interface."""
     if graph.nodes[node]["role"] == HOST_ROLE:
@@ -193,8 +234,13 @@ def intf_runner(net, graph, node: str):
 
 
 def stop_network(net) -> None:
-    """Stop switches, links and hosts; never raises (teardown must always finish)."""
+    """Stop relays, switches, links and hosts; never raises (teardown must always finish)."""
     import signal
+    try:
+        from topologies import relay_run
+        relay_run.stop_relays(getattr(net, "relays", []))
+    except Exception as e:   # keep tearing down what is left
+        print(f"warning: stopping link relays raised {e!r}")
     for sw in getattr(net, "switches", []):   # all at once: Mininet then stops them one by one
         proc = getattr(sw, "proc", None)
         if proc is not None and proc.poll() is None:
@@ -206,5 +252,6 @@ def stop_network(net) -> None:
         net.stop()
     except Exception as e:  # keep tearing down what is left
         print(f"warning: Mininet stop raised {e!r}; cleaning up interfaces by name")
-    # root-namespace ends that survived stop()
-    delete_interfaces(i.name for sw in getattr(net, "switches", []) for i in sw.intfList() if i.name != "lo")
+    # root-namespace ends that survived stop(), relay wiring included
+    delete_interfaces([i.name for sw in getattr(net, "switches", []) for i in sw.intfList() if i.name != "lo"]
+                      + [n for spec in getattr(net, "relay_wiring", []) for n in spec.root_intfs()])
