@@ -84,7 +84,10 @@ class Bmv2Switch(ProcessSwitch):
             cmd += ["-i", f"{number}@{ifname}"]
         # --log-console with stdout going to our log file, as p4lang/tutorials do: one file
         # holds both start-up errors and the switch's log.
-        cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port), "--log-console"]
+        cmd += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port), "--log-console",
+                # BMv2's default socket is per device id (ipc:///tmp/bmv2-<id>-...), so two
+                # runs at once (other node prefixes) would collide: one per switch name instead
+                "--notifications-addr", f"ipc://{tempfile.gettempdir()}/gdml-bmv2-{self.name}-notifications.ipc"]
         if self.pcap_dir:
             cmd += ["--pcap", self.pcap_dir]
         return cmd + [self.json_path]
