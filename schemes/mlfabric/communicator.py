@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from schemes.mlfabric import wire as W
+from schemes.ps.async_communicator import send_initial_model, update_vector
 from workers import framing as fr
 from workers.communicator import CommunicatorBase, Counters, Me, Pulled
 
@@ -56,17 +57,10 @@ class MlfabricCommunicator(CommunicatorBase):
         return ch
 
     def init_model(self, model: np.ndarray) -> None:
-        vec = np.ascontiguousarray(model, dtype=np.float32)
-        self.size = vec.size
-        self.chan.send(fr.MODEL_INIT, 0, vec)
+        self.size = send_initial_model(self.chan, model)
 
     def push_pull(self, grad: np.ndarray, iteration: int) -> Pulled:
-        if self.size is None:
-            raise RuntimeError("mlfabric: push_pull before init_model: the worker loop must send the "
-                               "initial model first")
-        vec = np.ascontiguousarray(grad, dtype=np.float32)
-        if vec.size != self.size:
-            raise ValueError(f"mlfabric: gradient of {vec.size} values for a model of {self.size}")
+        vec = update_vector(grad, self.size, "mlfabric")
         t0 = time.monotonic()
         try:
             route, group = self._ask(iteration, vec.nbytes)

@@ -33,17 +33,10 @@ class AsyncPSCommunicator(CommunicatorBase):
             raise
 
     def init_model(self, model: np.ndarray) -> None:
-        vec = np.ascontiguousarray(model, dtype=np.float32)
-        self.size = vec.size
-        self.chan.send(fr.MODEL_INIT, 0, vec)
+        self.size = send_initial_model(self.chan, model)
 
     def push_pull(self, grad: np.ndarray, iteration: int) -> Pulled:
-        if self.size is None:
-            raise RuntimeError("ps: push_pull before init_model: the worker loop must send the "
-                               "initial model first")
-        vec = np.ascontiguousarray(grad, dtype=np.float32)
-        if vec.size != self.size:
-            raise ValueError(f"ps: gradient of {vec.size} values for a model of {self.size}")
+        vec = update_vector(grad, self.size, "ps")
         self.chan.send(fr.DATA_END, iteration, vec)
         nxt = iteration + 1
         what = f"the model to start iteration {nxt} ({self.mode}: the server holds it back while the " \
@@ -67,3 +60,22 @@ class AsyncPSCommunicator(CommunicatorBase):
         except fr.PeerError:
             pass   # the server is gone already; nothing left to tell it
         self.chan.close()
+
+
+def send_initial_model(chan: fr.Channel, model: np.ndarray) -> int:
+    """Send the worker's initial model (float32) to its server; its size."""
+    vec = np.ascontiguousarray(model, dtype=np.float32)
+    chan.send(fr.MODEL_INIT, 0, vec)
+    return vec.size
+
+
+def update_vector(grad: np.ndarray, size: int | None, scheme: str) -> np.ndarray:
+    """A gradient as the float32 update an asynchronous server takes, checked against the
+    model's size (None: init_model was not called)."""
+    if size is None:
+        raise RuntimeError(f"{scheme}: push_pull before init_model: the worker loop must send the "
+                           "initial model first")
+    vec = np.ascontiguousarray(grad, dtype=np.float32)
+    if vec.size != size:
+        raise ValueError(f"{scheme}: gradient of {vec.size} values for a model of {size}")
+    return vec
