@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed import apps, backends, cleanup, counters, health, results, scheme_app
-from testbed import disturbances
+from testbed import disturbances, relay_run
 from testbed.disturbance_driver import DisturbanceDriver, NetworkEffects
 from testbed.run_events import FILE as RUN_EVENTS_FILE, RunEventLog
 from testbed import tcp as tcp_settings
@@ -362,7 +362,7 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
         graph, backends.switch_class(backend),
         switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,
         host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started,
-        relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started)
+        relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started, relays=relay_run)
 
 
 def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> None:

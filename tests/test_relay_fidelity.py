@@ -103,7 +103,7 @@ def test_udp_loss_matches_configuration(tmp_path):
 
 
 def test_a_relay_that_cannot_start_fails_bring_up_and_leaves_nothing(tmp_path, monkeypatch):
-    from topologies import relay_run
+    from testbed import relay_run
     real = relay_run.relay_command
 
     def broken_wan_relay(spec):   # the WAN relay gets an interface that does not exist

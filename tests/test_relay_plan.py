@@ -6,7 +6,7 @@ from tests.test_linkemu import two_dc_graph
 from topologies import linkemu
 from topologies.linkemu import LinkEmuError
 from topologies.relay_plan import relay_for_edge
-from topologies.relay_run import delay_line_arg, relay_command
+from testbed.relay_run import delay_line_arg, relay_command
 from softswitch.dataplane.linkem import parse_link_emu_spec
 
 ACCESS = dict(bandwidth_mbps=100, delay_ms=0.05, jitter_ms=0, loss_pct=0)

@@ -84,7 +84,7 @@ def check_names_free(emu: linkemu.LinkEmuPlan) -> None:
 
 def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkemu.LinkEmuPlan,
                   host_commands: dict[str, list[str]], on_node=None, on_switch_started=None,
-                  relay_log_dir: str | None = None, on_relay_started=None):
+                  relay_log_dir: str | None = None, on_relay_started=None, relays=None):
     """Create, configure and start the Mininet network; returns the started ``Mininet``.
 
     switch_params: per switch, keyword options for ``switch_cls`` (program, defines, ...);
@@ -92,20 +92,24 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
     commands (static ARP, routes) from the control plane. ``on_node(node)`` is called as
     soon as a node's process exists, so the caller can record its PID for cleanup even if
     a later step fails; ``on_switch_started(switch)`` after each switch process is up.
-    Relay mode: each relay's log goes to ``relay_log_dir`` (default: the temp folder) and
+    Relay mode: ``relays`` is what runs them (testbed/relay_run.py: wire, Relay,
+    stop_relays; the relay is the softswitch's delay line, a room this one does not import);
+    each relay's log goes to ``relay_log_dir`` (default: the temp folder) and
     ``on_relay_started(relay)`` is called once its process exists; the relays are
     ``net.relays``, stopped by stop_network.
     On any failure the partly built network is stopped and the error re-raised.
     """
     from mininet.link import Link
     from mininet.net import Mininet
-    from topologies import relay_run   # imports Mininet, as this function does
-
     check_names_free(emu)
+    if emu.relays and relays is None:
+        raise ValueError("relay mode needs build_network(..., relays=<runner>) "
+                         "(testbed.relay_run): pass it, or choose another link_emulation.mode")
 
     net = Mininet(topo=None, controller=None, link=Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False)
     net.relays = []          # relay processes (relay mode), stopped by stop_network
+    net.relay_runner = relays
     net.relay_wiring = []    # the relayed links, whose root-namespace interfaces it deletes
     relayed = {r.edge: r for r in emu.relays}
     try:
@@ -124,7 +128,7 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
         for u, v in sorted(tuple(sorted(e)) for e in graph.edges):
             if (u, v) in relayed:
                 net.relay_wiring.append(relayed[u, v])
-                relay_run.wire(relayed[u, v], {n: net[n] for n in (u, v)})
+                relays.wire(relayed[u, v], {n: net[n] for n in (u, v)})
                 continue
             n1, p1, n2, p2 = link_endpoints(graph, u, v)
             net.addLink(n1, n2, port1=p1, port2=p2,
@@ -157,9 +161,8 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
 
 def start_relays(net, emu: linkemu.LinkEmuPlan, log_dir: str, on_relay_started=None) -> None:
     """Launch every link's relay (relay mode) without waiting; appended to ``net.relays``."""
-    from topologies import relay_run
     for spec in emu.relays:
-        relay = relay_run.Relay(spec, os.path.join(log_dir, f"relay-{spec.name}.log"))
+        relay = net.relay_runner.Relay(spec, os.path.join(log_dir, f"relay-{spec.name}.log"))
         net.relays.append(relay)
         relay.launch()
         if on_relay_started:
@@ -237,8 +240,8 @@ def stop_network(net) -> None:
     """Stop relays, switches, links and hosts; never raises (teardown must always finish)."""
     import signal
     try:
-        from topologies import relay_run
-        relay_run.stop_relays(getattr(net, "relays", []))
+        if getattr(net, "relays", None):
+            net.relay_runner.stop_relays(net.relays)
     except Exception as e:   # keep tearing down what is left
         print(f"warning: stopping link relays raised {e!r}")
     for sw in getattr(net, "switches", []):   # all at once: Mininet then stops them one by one

@@ -26,7 +26,7 @@ Python process per link (a relay per direction and link end would cross two), an
 one relay per impaired link, not two. A relay forwards on the order of 10^4 frames/s (the
 softswitch's loop): beyond that, use time dilation as for the softswitch.
 
-Pure: no commands run here (topologies/relay_run.py starts the relays).
+Pure: no commands run here (testbed/relay_run.py starts the relays).
 """
 from __future__ import annotations
 
