@@ -134,7 +134,17 @@ def test_ray_missing_names_the_extra_to_install(monkeypatch):
     assert "pip install 'gdml-testbed[ray]'" in str(e.value)
 
 
-def test_ctrl_c_while_a_point_is_recorded_keeps_its_record_and_stops_the_sweep(tmp_path, monkeypatch):
+@pytest.fixture
+def ctrl_c_works():
+    """Ctrl-C as a terminal delivers it, whatever this process inherited: a shell that starts
+    the suite in the background (nohup ... &) hands it SIGINT ignored, and an ignored signal
+    is no Ctrl-C to defer."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_while_a_point_is_recorded_keeps_its_record_and_stops_the_sweep(tmp_path, monkeypatch, ctrl_c_works):
     """The signal waits until the finished point's record and the table are written, then
     stops the executor (local: the next point never starts)."""
     sw = load_sweep(sweep_at(tmp_path))
@@ -336,7 +346,7 @@ def test_two_machines_one_point_each_a_lost_machine_and_a_crashed_worker(tmp_pat
             cluster.shutdown()
 
 
-def test_ctrl_c_cancels_the_points_in_flight_and_resume_finishes_them(tmp_path, capsys):
+def test_ctrl_c_cancels_the_points_in_flight_and_resume_finishes_them(tmp_path, capsys, ctrl_c_works):
     """A driver already connected to Ray (the executor leaves it connected): Ctrl-C while
     the second point runs; the running and the queued points are recorded interrupted."""
     import ray
