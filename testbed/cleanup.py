@@ -58,9 +58,20 @@ def netns_inode(pid: int) -> str | None:
         return None
 
 
+def root_netns() -> str | None:
+    """The initial network namespace. PID 1's link is unreadable in some sandboxes (a firecracker
+    init refuses it), so kthreadd (PID 2, a kernel thread, always in the initial namespace) and
+    then this process stand in: a None here would let the root namespace be swept."""
+    for pid in (1, 2, os.getpid()):
+        ns = netns_inode(pid)
+        if ns:
+            return ns
+    return None
+
+
 def pids_in_netns(namespaces: set[str]) -> list[int]:
     """Every process whose network namespace is one of ``namespaces`` ('net:[...]')."""
-    root = netns_inode(1)
+    root = root_netns()
     namespaces = {n for n in namespaces if n and n != root}   # never the root namespace
     found = []
     for entry in os.listdir("/proc"):
@@ -124,7 +135,7 @@ class RunRecord:
 
     def add_netns(self, pid: int, save: bool = True) -> None:
         ns = netns_inode(pid)
-        if ns and ns not in self.data["netns"] and ns != netns_inode(1):
+        if ns and ns not in self.data["netns"] and ns != root_netns():
             self.data["netns"].append(ns)
         if save:
             self.save()

@@ -34,9 +34,9 @@ def test_clean_kills_recorded_and_namespaced_processes_of_a_dead_run(tmp_path):
     plain = subprocess.Popen(["sleep", "60"])
     subprocess.run(["ip", "link", "add", "lct0a", "type", "veth", "peer", "name", "lct0b"], check=True)
     try:
-        for _ in range(100):   # wait for unshare to exec into the new namespace
-            if cleanup.netns_inode(ns_proc.pid) != cleanup.netns_inode(1):
-                break
+        deadline = time.monotonic() + 30   # until unshare is in the new namespace
+        while cleanup.netns_inode(ns_proc.pid) in (None, cleanup.root_netns()):
+            assert ns_proc.poll() is None and time.monotonic() < deadline, "unshare never entered a new namespace"
             time.sleep(0.01)
         dead_owner = subprocess.Popen(["true"])
         dead_owner.wait()
@@ -78,4 +78,9 @@ def test_recycled_pid_is_not_killed():
 
 
 def test_root_namespace_is_never_swept():
-    assert cleanup.pids_in_netns({cleanup.netns_inode(1)}) == []
+    assert cleanup.pids_in_netns({cleanup.root_netns()}) == []
+
+
+def test_the_root_namespace_is_known_even_where_pid_1_hides_it():
+    # kthreadd and this process (started in the root namespace) agree with whatever PID 1 says
+    assert cleanup.root_netns() == cleanup.netns_inode(2) == cleanup.netns_inode(os.getpid())

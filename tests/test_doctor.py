@@ -205,10 +205,11 @@ def test_doctor_lists_a_leftover_shell_namespace_and_veth_and_leaves_them():
     try:
         subprocess.run(["ip", "link", "add", intf, "type", "veth", "peer", "name", f"{prefix}g1-eth2"],
                        check=True)
-        for _ in range(200):    # until unshare has exec'd into the new namespace
-            if cleanup.netns_inode(shell.pid) != cleanup.netns_inode(1) and \
-                    cleanup.cmdline(shell.pid).endswith(shell_name):
-                break
+        # Until unshare is in the new namespace; a loaded CI machine can take seconds to get there.
+        deadline = time.monotonic() + 30
+        while not (cleanup.netns_inode(shell.pid) not in (None, cleanup.root_netns()) and
+                   cleanup.cmdline(shell.pid).endswith(shell_name)):
+            assert shell.poll() is None and time.monotonic() < deadline, "unshare never entered a new namespace"
             time.sleep(0.01)
         ns = cleanup.netns_inode(shell.pid)
         rc, out, err = gdml_doctor("--json")
