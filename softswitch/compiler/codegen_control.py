@@ -32,6 +32,7 @@ class FnGen(ExprGen):
     def __init__(self, unit, ctl=None, ctl_params=(), ctl_locals=()):
         self.unit = unit
         self.ctl = ctl                              # ControlDecl / ParserDecl or None
+        self.in_control_body = False                # generating a control's apply block
         self.ctl_args = ", ".join("p_" + p.name for p in ctl_params)
         # the control's (parser's) parameters are passed through unchanged to every
         # generated function of it: their nested headers can be cached in locals
@@ -248,6 +249,8 @@ class FnGen(ExprGen):
 
     def call_action(self, decl, args):
         fn = self.unit.action_fn(self.ctl, decl)
+        if self.in_control_body:   # p4c lists these in P4Info (an action called from an action is inlined)
+            self.unit.called_actions.setdefault(self.unit.action_runtime_name(decl), decl)
         dir_args, data_args, outs = self._bind_args(decl.params, args)
         tup = "(" + "".join(a + ", " for a in data_args) + ")"
         call = f"{fn}(_P, {self.ctl_args}{', ' if self.ctl_args else ''}{self.locals_obj()}, {tup}" + \
@@ -407,6 +410,7 @@ def gen_locals_class(ctl: A.ControlDecl) -> list[str]:
 def gen_control(unit, ctl: A.ControlDecl, fname: str) -> list[str]:
     ctl_locals = _control_var_names(ctl)
     g = FnGen(unit, ctl, ctl.params, ctl_locals)
+    g.in_control_body = True
     if ctl_locals:
         g.line(f"L = L_{ctl.name}()")
         for d in ctl.locals:

@@ -78,6 +78,7 @@ class Unit:
         self.v1 = V1Gen(self)
         self.defs: list[str] = []                    # generated functions, in order
         self._action_fns: dict = {}
+        self.called_actions: dict = {}   # runtime name -> ActionDecl called from a control's apply
         self._function_fns: dict = {}
         self.instances: dict = {}                    # (ctl, name) -> (glob, obj)
         self.tables: dict = {}                       # (ctl, name) -> (glob, Table, TableDecl)
@@ -350,6 +351,11 @@ def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
     unit = Unit(program, device_id)
     state = unit.build_state()
     src = unit.generate()
+    # the control plane (P4Info) lists every action the program uses, as p4c does, not only
+    # the tables' ones; and the @id annotations of its resources
+    for a in unit.called_actions.values():
+        state.actions.setdefault(unit.action_runtime_name(a), unit._spec(a))
+    state.declared_ids = _declared_ids(program)
     fname = f"<p4:{_main_file(program)}#{id(unit)}>"
     # linecache lets tracebacks of generated code show the generated line
     linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
@@ -371,6 +377,23 @@ def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
         deparse=g["deparse"], new_headers=g[class_name(hdr_t)], new_meta=g[class_name(meta_t)],
         new_sm=g[class_name(sm_t)], field_lists=_field_lists(meta_t),
         source=src, errors=unit.errors)
+
+
+def _declared_ids(program: A.Program) -> dict:
+    """{runtime name: N} of every table, action and extern instance with @id(N)."""
+    ids = {}
+    for ctl in program.controls.values():
+        for d in ctl.locals:
+            raw = (getattr(d, "annotations", None) or {}).get("id")
+            if raw is None or not isinstance(d, (A.TableDecl, A.ActionDecl, A.InstanceDecl)):
+                continue
+            text = raw[0] if isinstance(raw, list) else raw
+            try:
+                value = int(str(text).strip(), 0)
+            except ValueError:
+                continue
+            ids[d.runtime_name or f"{ctl.name}.{d.name}"] = value
+    return ids
 
 
 def _field_lists(meta_t) -> dict:

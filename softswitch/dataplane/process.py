@@ -3,6 +3,7 @@
     python3 -m softswitch PROGRAM.p4 -i 1@s1-eth1 -i 2@s1-eth2 --device-id N [--thrift-port P]
         [--log-console | --log-file F] [--pcap DIR] [-D NAME=VALUE] [-I DIR]
         [--link-emu PORT:delay_ms=D,jitter_ms=J,loss_pct=L[,seed=S]] [--trace] [--stats-file F]
+        [--grpc-server-addr 127.0.0.1:9559]
 
 Loads the program (softswitch.target), opens the ports, serves the command language on a
 localhost port (softswitch.control) and runs the one loop (loop.py) until SIGTERM/SIGINT.
@@ -40,6 +41,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--link-emu", action="append", default=[], metavar="PORT:delay_ms=D,...",
                    help="user-space delay/jitter/loss on egress PORT (for kernels without netem)")
     p.add_argument("--trace", action="store_true", help="log every packet in and out")
+    p.add_argument("--grpc-server-addr", metavar="HOST:PORT", default=None,
+                   help="also serve P4Runtime (gRPC) on this localhost address, as simple_switch_grpc "
+                        "(e.g. 127.0.0.1:9559; port 0 picks a free one, shown in the ready line)")
     p.add_argument("--stats-file", metavar="F",
                    help="on exit, write packet counters (pipeline, ports, link emulation) to F as JSON")
     return p.parse_args(argv)
@@ -94,6 +98,18 @@ def _start_control_server(switch, port: int):
     return ControlServer(RuntimeAPI(switch.state), port, log=log.info)
 
 
+def _start_p4runtime(switch, args):
+    """(server, bridge) or (None, None) without --grpc-server-addr. Imported only when asked
+    for: gRPC and protobuf are not needed to run a switch."""
+    if not args.grpc_server_addr:
+        return None, None
+    from softswitch.p4runtime.server import LoopBridge, P4RuntimeServer
+    from softswitch.p4runtime.service import P4RuntimeService
+    bridge = LoopBridge()
+    service = P4RuntimeService(switch.state, args.device_id, program=args.program)
+    return P4RuntimeServer(service, bridge, args.grpc_server_addr, log=log.info), bridge
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     _setup_logging(args)
@@ -125,8 +141,9 @@ def main(argv=None) -> int:
         for number, ifname in ifaces.items():
             ports[number] = Port(number, ifname)
         server = _start_control_server(switch, control_port)
-    except OSError as e:   # a PortError's or the control server's message names what to check
-        _fail(args, f"softswitch: {e.strerror or e}")
+        grpc_server, bridge = _start_p4runtime(switch, args)
+    except (OSError, ValueError) as e:   # a PortError's or the control server's message names what to check
+        _fail(args, f"softswitch: {getattr(e, 'strerror', None) or e}")
         for p in ports.values():
             p.close()
         return 1
@@ -134,6 +151,9 @@ def main(argv=None) -> int:
     pcaps = PortPcaps(args.pcap, ifaces) if args.pcap else None
     loop = SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
     server.register(loop.selector)
+    if grpc_server is not None:
+        bridge.register(loop.selector)
+        grpc_server.start()
     install_signal_wakeup(loop)
     for number, cfg in emu.items():
         log.info("link emulation on port %d (%s): delay %g ms, jitter %g ms, loss %g %%, seed %s, timer %s",
@@ -142,8 +162,9 @@ def main(argv=None) -> int:
 
     def ready():
         port_list = " ".join(f"{n}@{name}" for n, name in sorted(ifaces.items()))
-        log.info("ready: pid %d device %d ports [%s] control port 127.0.0.1:%d program %s",
-                 os.getpid(), args.device_id, port_list, getattr(server, "port", control_port), args.program)
+        log.info("ready: pid %d device %d ports [%s] control port 127.0.0.1:%d%s program %s",
+                 os.getpid(), args.device_id, port_list, getattr(server, "port", control_port),
+                 f" p4runtime {grpc_server.address}" if grpc_server is not None else "", args.program)
         for h in log.handlers:
             h.flush()
 
@@ -170,6 +191,9 @@ def main(argv=None) -> int:
         close = getattr(server, "close", None)
         if close:
             close()
+        if grpc_server is not None:
+            grpc_server.stop()
+            bridge.close()
         loop.close()
         logging.shutdown()
     return 0

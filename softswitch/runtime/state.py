@@ -441,6 +441,7 @@ class SwitchState:
         self.actions = NameIndex("action", acts)
         self.pre = PRE()
         self.mirroring = Mirroring()
+        self.declared_ids: dict[str, int] = {}   # runtime name -> @id(N), for P4Runtime ids
 
     def add_table(self, t: Table):
         self.tables[t.name] = t
