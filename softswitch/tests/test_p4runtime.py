@@ -300,3 +300,60 @@ def test_a_non_loopback_grpc_address_is_refused(tmp_path):
                         "--grpc-server-addr", "0.0.0.0:9559"], cwd=ROOT, capture_output=True, text=True, timeout=60,
                        env={**os.environ})
     assert r.returncode == 1 and "localhost only" in r.stderr
+
+
+# ---------------------------------------------------------------- the CLI language over P4Runtime
+def _table_state(state):
+    return {name: sorted((repr(e.match), e.action.name, e.args, e.priority) for e in t.entries())
+            for name, t in state.tables.items()} | {
+        name + ".default": (t.default_action.name, t.default_args) for name, t in state.tables.items()}
+
+
+def _run_both(cmds, api, client):
+    """Each command on the CLI's API and on the P4Runtime client; $nK is node K's handle."""
+    from softswitch.control.client import parse_node_handle
+    handles, replies = {}, []
+    for cmd in cmds:
+        for k, h in handles.items():
+            cmd = cmd.replace(f"$n{k}", str(h))
+        a, b = api.execute(cmd), client.execute(cmd)
+        replies.append((cmd, a, b))
+        if cmd.startswith("mc_node_create"):
+            assert parse_node_handle(a) == parse_node_handle(b)
+            handles[len(handles)] = parse_node_handle(a)
+    return replies
+
+
+def test_the_cli_language_over_p4runtime_leaves_the_state_the_cli_leaves():
+    from softswitch.control.client import is_error, parse_handle, parse_register
+    from softswitch.control.commands import RuntimeAPI
+    from softswitch.p4runtime.cli_client import P4RuntimeClient
+    from tests.agg_switches import flat_point_commands
+    ref = Switch.from_file(AGG)
+    api = RuntimeAPI(ref.state)
+    s = Served(AGG)
+    client = P4RuntimeClient(s.server.address)
+    try:
+        cmds = flat_point_commands("10.0.9.1", ["10.0.1.1", "10.0.1.2", "10.0.2.1"], 8) + [
+            "register_write MyIngress.r_count 5 3", "table_set_default MyIngress.ipv4_lpm MyIngress.drop"]
+        replies = _run_both(cmds, api, client)
+        assert not any(is_error(a) or is_error(b) for _, a, b in replies), replies
+        assert _table_state(s.switch.state) == _table_state(ref.state)
+        assert s.switch.state.pre.replicas(1) == ref.state.pre.replicas(1) != []
+        assert parse_register(client.execute("register_read MyIngress.r_count 5")) == 3
+        # handles: the client's numbering follows the CLI's for what it added
+        h = parse_handle(next(b for c, _, b in replies if c.startswith("table_add MyIngress.ipv4_lpm")))
+        more = [f"table_modify MyIngress.ipv4_lpm MyIngress.ipv4_forward {h} => 00:00:00:00:00:09 7",
+                "table_delete MyEgress.agg_children 1", "mc_node_dissociate 1 1", "mc_node_destroy 1"]
+        replies = _run_both(["mc_node_create 9 4"] + more, api, client)
+        assert not any(is_error(a) or is_error(b) for _, a, b in replies), replies
+        assert _table_state(s.switch.state) == _table_state(ref.state)
+        assert s.switch.state.pre.replicas(1) == ref.state.pre.replicas(1)
+        # refusals come back as error replies the control plane detects
+        dup = client.execute(cmds[0])
+        assert is_error(dup) and "ALREADY_EXISTS" in dup
+        assert is_error(client.execute("table_add MyIngress.nope MyIngress.drop 1"))
+        assert is_error(client.execute("swap_configs"))
+    finally:
+        client.close()
+        s.stop()
