@@ -44,24 +44,34 @@ def flatten(e):
 
 
 def concat_code(g, e):
-    """(python expr of all leaves' bits concatenated MSB-first, total width)."""
+    """(python expr of all leaves' bits concatenated MSB-first, total width). The width is
+    an int, or a Python expression when a leaf is a varbit: a varbit counts with its
+    current width (BMv2 computes checksums and hashes over what the field holds now)."""
     leaves = flatten(e)
-    terms, total = [], 0
+    terms, total, dyn = [], 0, []
     for x in reversed(leaves):
         t = x.type
         if isinstance(t, A.InfIntT):
             raise CodegenError("a data list element needs a width: cast the constant, e.g. (bit<8>)1", x.loc)
+        shift = " + ".join([str(total)] * bool(total) + dyn) or "0"
+        if isinstance(t, A.VarbitT):
+            vb = g.tmp()
+            g.line(f"{vb} = {g.expr(x)}")
+            terms.append(f"{vb}[1]" if shift == "0" else f"({vb}[1] << ({shift}))")
+            dyn.append(f"{vb}[0]")
+            continue
         w = width_of(t)
         v = g.expr(x)
         if isinstance(t, A.BoolT):
             v = f"(1 if {v} else 0)"
         elif is_signed(t):
             v = f"({v} & {hex((1 << w) - 1)})"
-        terms.append(v if total == 0 else f"({v} << {total})")
+        terms.append(v if shift == "0" else f"({v} << ({shift}))")
         total += w
     if not terms:
         return "0", 0
-    return "(" + " | ".join(reversed(terms)) + ")", total
+    width = total if not dyn else "(" + " + ".join([str(total)] * bool(total) + dyn) + ")"
+    return "(" + " | ".join(reversed(terms)) + ")", width
 
 
 class V1Gen:
@@ -211,7 +221,7 @@ class V1Gen:
         x, w = concat_code(g, data)
         if with_payload:
             return f"_HASH[{alg!r}](_data_bytes({x}, {w}) + bytes(_P.payload))"
-        if alg == "csum16" and w % 8 == 0:
+        if alg == "csum16" and isinstance(w, int) and w % 8 == 0:
             return f"_csum16_int({x}, {w})"
         return f"_HASH[{alg!r}](_data_bytes({x}, {w}))"
 
