@@ -43,6 +43,16 @@ def flatten(e):
     return [e]
 
 
+def no_varbit(leaves, what: str):
+    """The leaves, refused if one is a varbit: digests and log lines carry plain ints here,
+    and a varbit's value means nothing without its current width."""
+    for x in leaves:
+        if isinstance(x.type, A.VarbitT):
+            raise CodegenError(f"unsupported: a varbit value in {what}: pass the header's fixed-size "
+                               f"fields instead", x.loc)
+    return leaves
+
+
 def concat_code(g, e):
     """(python expr of all leaves' bits concatenated MSB-first, total width). The width is
     an int, or a Python expression when a leaf is a varbit: a varbit counts with its
@@ -185,7 +195,7 @@ class V1Gen:
         g.line(f"_P.truncate = {g.expr(length)}")
 
     def f_digest(self, g, e, receiver, data):
-        leaves = flatten(data)
+        leaves = no_varbit(flatten(data), "digest")
         tname = getattr(data.type, "name", "digest")
         vals = "(" + "".join(g.expr(x) + ", " for x in leaves) + ")"
         g.line(f"_P.digests.append(({tname!r}, {vals}))")
@@ -194,7 +204,8 @@ class V1Gen:
         g.assign(result, f"_p4_random({g.expr(lo)}, {g.expr(hi)})")
 
     def f_log_msg(self, g, e, msg, data=None):
-        vals = "()" if data is None else "(" + "".join(g.expr(x) + ", " for x in flatten(data)) + ")"
+        vals = "()" if data is None else \
+            "(" + "".join(g.expr(x) + ", " for x in no_varbit(flatten(data), "log_msg")) + ")"
         g.line(f"_P.logs.append(_format_log({g.expr(msg)}, {vals}))")
 
     def _assert(self, g, e, cond):
