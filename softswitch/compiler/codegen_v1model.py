@@ -63,11 +63,11 @@ def concat_code(g, e):
         t = x.type
         if isinstance(t, A.InfIntT):
             raise CodegenError("a data list element needs a width: cast the constant, e.g. (bit<8>)1", x.loc)
-        shift = " + ".join([str(total)] * bool(total) + dyn) or "0"
+        shift = str(total) if not dyn else "(" + " + ".join([str(total)] * bool(total) + dyn) + ")"
         if isinstance(t, A.VarbitT):
             vb = g.tmp()
             g.line(f"{vb} = {g.expr(x)}")
-            terms.append(f"{vb}[1]" if shift == "0" else f"({vb}[1] << ({shift}))")
+            terms.append(f"{vb}[1]" if shift == "0" else f"({vb}[1] << {shift})")
             dyn.append(f"{vb}[0]")
             continue
         w = width_of(t)
@@ -76,7 +76,7 @@ def concat_code(g, e):
             v = f"(1 if {v} else 0)"
         elif is_signed(t):
             v = f"({v} & {hex((1 << w) - 1)})"
-        terms.append(v if shift == "0" else f"({v} << ({shift}))")
+        terms.append(v if shift == "0" else f"({v} << {shift})")
         total += w
     if not terms:
         return "0", 0
