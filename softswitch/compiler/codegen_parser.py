@@ -23,7 +23,7 @@ from __future__ import annotations
 import softswitch.frontend.p4ast as A
 from softswitch.compiler.codegen_control import FnGen
 from softswitch.compiler.codegen_expr import CodegenError, const_wrap
-from softswitch.compiler.codegen_types import class_name, width_of, is_signed
+from softswitch.compiler.codegen_types import class_name, is_signed, varbit_field, varbit_layout, width_of
 
 MAX_STATE_VISITS = 1000
 
@@ -68,13 +68,17 @@ class ParserGen(FnGen):
         self.line(f"    raise ParserError({self.err('PacketTooShort')})")
 
     def extract(self, e):
-        if len(e.args) != 1:
-            raise CodegenError("unsupported: extract with a variable-size (varbit) length", e.loc)
         arg = e.args[0]
         t = arg.type
         if not isinstance(t, A.HeaderT):
-            raise CodegenError(f"unsupported: extract into {type(t).__name__} (only fixed-size headers)", e.loc)
-        nbytes = width_of(t) // 8
+            raise CodegenError(f"unsupported: extract into {type(t).__name__} (only headers)", e.loc)
+        vf = varbit_field(t)
+        if vf is None and len(e.args) == 2:
+            raise CodegenError(f"extract with a bit count needs a header with a varbit field; {t.name} has "
+                               f"none: drop the second argument", e.loc)
+        if vf is not None and len(e.args) == 1:
+            raise CodegenError(f"header {t.name} has a varbit field ({vf.name}): extract it with its "
+                               f"size in bits, extract(hdr, nbits)", e.loc)
         # stack.next (a header) or stack.next.member (a member of a header union)
         nxt = arg if isinstance(arg, A.Member) and arg.name == "next" else \
             arg.expr if isinstance(arg, A.Member) and isinstance(arg.expr, A.Member) and arg.expr.name == "next" \
@@ -84,18 +88,38 @@ class ParserGen(FnGen):
             self.line(f"{stk} = {self.expr(nxt.expr)}")
             self.line(f"if {stk}.nxt >= {nxt.expr.type.size}:")
             self.line(f"    raise ParserError({self.err('StackOutOfBounds')})")
-            self.need(str(nbytes))
+            nbytes, call = self.extract_size(e, t, vf)
             elem = f"{stk}.h[{stk}.nxt]"
             if nxt is not arg:
                 self.union_member_valid(arg, elem)
                 elem = f"{elem}.{arg.name}"
-            self.line(f"{elem}._extract(_buf, _off)")
+            self.line(f"{elem}.{call}")
             self.line(f"{stk}.nxt += 1")
         else:
-            self.need(str(nbytes))
+            nbytes, call = self.extract_size(e, t, vf)
             self.union_member_valid(arg)
-            self.line(f"{self.expr(arg)}._extract(_buf, _off)")
+            self.line(f"{self.expr(arg)}.{call}")
         self.line(f"_off += {nbytes}")
+
+    def extract_size(self, e, t: A.HeaderT, vf):
+        """Emit the checks before an extract; returns (Python expression of the number of
+        bytes extracted, the `_extract(...)` call). A varbit header's checks are BMv2's, in
+        its order: a bit count that is not a multiple of 8 is ParserInvalidArgument, too few
+        bytes left PacketTooShort, a count above the varbit's maximum HeaderTooShort."""
+        if vf is None:
+            nbytes = str(width_of(t) // 8)
+            self.need(nbytes)
+            return nbytes, "_extract(_buf, _off)"
+        _, _, fixed = varbit_layout(t, vf)
+        nb, n = self.tmp(), self.tmp()
+        self.line(f"{nb} = {self.expr(e.args[1])}")
+        self.line(f"if {nb} & 7:")
+        self.line(f"    raise ParserError({self.err('ParserInvalidArgument')})")
+        self.line(f"{n} = {fixed // 8} + ({nb} >> 3)")
+        self.need(n)
+        self.line(f"if {nb} > {vf.type.max_width}:")
+        self.line(f"    raise ParserError({self.err('HeaderTooShort')})")
+        return n, f"_extract(_buf, _off, {nb})"
 
     def advance(self, e):
         amount = e.args[0]
@@ -113,6 +137,9 @@ class ParserGen(FnGen):
 
     def lookahead(self, e):
         t = e.type
+        if isinstance(t, A.HeaderT) and varbit_field(t) is not None:
+            raise CodegenError(f"lookahead<{t.name}>: the header has a varbit field, and lookahead "
+                               f"needs a fixed-size type: look ahead at its fixed part instead", e.loc)
         if isinstance(t, A.HeaderT):
             nbytes = width_of(t) // 8
             self.need(str(nbytes))

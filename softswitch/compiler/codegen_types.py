@@ -7,6 +7,10 @@ fields as plain ints are the cheapest mutable records CPython has.
 Invariants every generated function relies on:
 - a `bit<W>` field holds an int in [0, 2^W); an `int<W>` field holds a Python
   signed int in [-2^(W-1), 2^(W-1)); bool fields hold bool;
+- a `varbit<N>` field holds a tuple `(nbits, value)`: its current width in bits (a
+  multiple of 8, at most N: only extract sets it) and an int in [0, 2^nbits). A tuple
+  is immutable, so assignment shares it, and tuple equality is P4's varbit equality
+  (same current width and same value). A fresh varbit is (0, 0), empty, as in BMv2;
 - a header has `_v` (validity); a stack has `h` (list of elements) and `nxt`
   (nextIndex); nested headers/structs are objects whose identity never changes
   (assignment copies values with `_set`), so generated code may cache them.
@@ -77,7 +81,7 @@ def default_value(t: A.Type) -> str:
     if isinstance(t, A.StackT):
         return f"Stack({class_name(t.elem)}, {t.size})"
     if isinstance(t, A.VarbitT):
-        return "0"
+        return "(0, 0)"
     return "0"
 
 
@@ -100,6 +104,10 @@ class Stack:
         c._set(self)
         return c
 
+    def _eq(self, o):
+        # P4-16: equal stacks have equal elements, pairwise; nextIndex is not compared
+        return all(a._eq(b) for a, b in zip(self.h, o.h))
+
     def push_front(self, n):
         size = len(self.h)
         n = min(n, size)
@@ -119,17 +127,26 @@ class Stack:
         self.nxt = max(self.nxt - n, 0)
 
 
+def varbit_field(h: A.HeaderT):
+    """The varbit field of header h, or None. p4c's BMv2 back end allows one per header
+    (BMv2 stores a header's variable-length part as one field): so does this compiler."""
+    vfs = [f for f in h.fields if isinstance(f.type, A.VarbitT)]
+    if len(vfs) > 1:
+        raise CodegenError(f"header {h.name} has {len(vfs)} varbit fields "
+                           f"({', '.join(f.name for f in vfs)}): BMv2 and the softswitch allow one "
+                           f"per header; split it into one header per varbit field")
+    return vfs[0] if vfs else None
+
+
 def chunk_layout(h: A.HeaderT):
-    """Split a header into byte-aligned chunks.
+    """Split a fixed-size header into byte-aligned chunks.
 
     Returns (fmt, chunks) where fmt is a struct format ('!' + codes) and chunks is
     a list of (nbytes, [struct item indexes], [(field, shift, width, signed)]).
-    Raises TypeError when the header is not a whole number of bytes (BMv2 refuses
-    those too) or has varbit fields."""
+    Raises CodegenError when the header is not a whole number of bytes (BMv2 refuses
+    those too)."""
     fields = []
     for f in h.fields:
-        if isinstance(f.type, A.VarbitT):
-            raise CodegenError(f"unsupported: varbit field {h.name}.{f.name} (fixed-size headers only)")
         fields.append((f.name, width_of(f.type), is_signed(f.type), isinstance(f.type, A.BoolT)))
     total = sum(w for _, w, _, _ in fields)
     if total % 8:
@@ -181,10 +198,12 @@ def _chunk_value_expr(items) -> str:
 def gen_header_class(h: A.HeaderT) -> list[str]:
     cname = class_name(h)
     names = [f.name for f in h.fields]
+    vf = varbit_field(h)
     L = [f"class {cname}:",
-         f"    __slots__ = {tuple(['_v'] + names)!r}",
-         f"    _nbytes = {width_of(h) // 8}",
-         "    def __init__(self):",
+         f"    __slots__ = {tuple(['_v'] + names)!r}"]
+    if vf is None:
+        L.append(f"    _nbytes = {width_of(h) // 8}")
+    L += ["    def __init__(self):",
          "        self._v = False"]
     L += [f"        self.{f.name} = {default_value(f.type)}" for f in h.fields]
     L += ["    def _set(self, o):", "        self._v = o._v"]
@@ -196,7 +215,73 @@ def gen_header_class(h: A.HeaderT) -> list[str]:
           "        if self._v != o._v: return False",
           "        if not self._v: return True",
           "        return " + (" and ".join(f"self.{n} == o.{n}" for n in names) or "True")]
-    L += _extract_emit_methods(h)
+    L += _extract_emit_methods(h) if vf is None else _varbit_extract_emit_methods(h, vf)
+    return L
+
+
+def varbit_layout(h: A.HeaderT, vf: A.FieldDef):
+    """(fixed fields before the varbit, fixed fields after it, fixed bits in all) as lists
+    of (name, width, signed, boolean). Refuses what p4c's BMv2 back end refuses: a header
+    whose fixed fields plus the varbit's maximum are not a whole number of bytes; and one
+    whose fixed fields alone are not (BMv2 asserts on those at start-up)."""
+    before, after, cur = [], [], None
+    cur = before
+    for f in h.fields:
+        if f is vf:
+            cur = after
+            continue
+        cur.append((f.name, width_of(f.type), is_signed(f.type), isinstance(f.type, A.BoolT)))
+    fixed = sum(w for _, w, _, _ in before + after)
+    if (fixed + vf.type.max_width) % 8 or fixed % 8:
+        raise CodegenError(f"header {h.name}: its fixed fields ({fixed} bits) and its varbit's maximum "
+                           f"({vf.type.max_width} bits) must each be a whole number of bytes, as "
+                           f"BMv2 needs: pad the header or change the varbit's size")
+    return before, after, fixed
+
+
+def _varbit_extract_emit_methods(h: A.HeaderT, vf: A.FieldDef) -> list[str]:
+    """`_extract(buf, off, nbits)` with the varbit `nbits` wide (the parser has checked that
+    nbits is a multiple of 8, at most the maximum, and that the bytes are there) and
+    `_bytes()` with the varbit at its current width. The header is read as one int and cut
+    with shifts: varbit headers are rare, and this stays right whatever the alignment."""
+    before, after, fixed = varbit_layout(h, vf)
+    after_bits = sum(w for _, w, _, _ in after)
+    v = vf.name
+    L = ["    def _extract(self, buf, off, nbits):",
+         f"        _end = off + {fixed // 8} + (nbits >> 3)",
+         "        _c = int.from_bytes(buf[off:_end], 'big')",
+         "        self._v = True"]
+
+    def unpack(fields, base_shift: str):
+        shift_terms = []
+        for name, w, signed, boolean in reversed(fields):
+            sh = " + ".join([t for t in [base_shift] + shift_terms if t and t != "0"]) or "0"
+            e = f"(_c >> ({sh})) & {hex((1 << w) - 1)}" if sh != "0" else f"_c & {hex((1 << w) - 1)}"
+            if signed:
+                e = f"_sx({e}, {w})"
+            if boolean:
+                e = f"bool({e})"
+            L.append(f"        self.{name} = {e}")
+            shift_terms.append(str(w))
+
+    unpack(after, "")
+    L.append(f"        self.{v} = (nbits, (_c >> {after_bits}) & ((1 << nbits) - 1))")
+    unpack(before, f"{after_bits} + nbits" if after_bits else "nbits")
+    L += ["    def _bytes(self):",
+          f"        _vn, _vv = self.{v}",
+          "        _c = 0"]
+    for name, w, signed, boolean in before:
+        fe = f"self.{name}"
+        if signed or boolean:
+            fe = f"({fe} & {hex((1 << w) - 1)})"
+        L.append(f"        _c = (_c << {w}) | {fe}")
+    L.append("        _c = (_c << _vn) | _vv")
+    for name, w, signed, boolean in after:
+        fe = f"self.{name}"
+        if signed or boolean:
+            fe = f"({fe} & {hex((1 << w) - 1)})"
+        L.append(f"        _c = (_c << {w}) | {fe}")
+    L.append(f"        return _c.to_bytes({fixed // 8} + (_vn >> 3), 'big')")
     return L
 
 
@@ -276,9 +361,7 @@ def gen_struct_class(s, cname: str | None = None) -> list[str]:
     L += ["    def _eq(self, o):"]
     conds = []
     for f in s.fields:
-        if isinstance(f.type, A.StackT):
-            conds.append(f"all(a._eq(b) for a, b in zip(self.{f.name}.h, o.{f.name}.h))")
-        elif is_aggregate(f.type):
+        if is_aggregate(f.type):
             conds.append(f"self.{f.name}._eq(o.{f.name})")
         else:
             conds.append(f"self.{f.name} == o.{f.name}")

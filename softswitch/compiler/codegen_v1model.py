@@ -43,25 +43,45 @@ def flatten(e):
     return [e]
 
 
+def no_varbit(leaves, what: str):
+    """The leaves, refused if one is a varbit: digests and log lines carry plain ints here,
+    and a varbit's value means nothing without its current width."""
+    for x in leaves:
+        if isinstance(x.type, A.VarbitT):
+            raise CodegenError(f"unsupported: a varbit value in {what}: pass the header's fixed-size "
+                               f"fields instead", x.loc)
+    return leaves
+
+
 def concat_code(g, e):
-    """(python expr of all leaves' bits concatenated MSB-first, total width)."""
+    """(python expr of all leaves' bits concatenated MSB-first, total width). The width is
+    an int, or a Python expression when a leaf is a varbit: a varbit counts with its
+    current width (BMv2 computes checksums and hashes over what the field holds now)."""
     leaves = flatten(e)
-    terms, total = [], 0
+    terms, total, dyn = [], 0, []
     for x in reversed(leaves):
         t = x.type
         if isinstance(t, A.InfIntT):
             raise CodegenError("a data list element needs a width: cast the constant, e.g. (bit<8>)1", x.loc)
+        shift = str(total) if not dyn else "(" + " + ".join([str(total)] * bool(total) + dyn) + ")"
+        if isinstance(t, A.VarbitT):
+            vb = g.tmp()
+            g.line(f"{vb} = {g.expr(x)}")
+            terms.append(f"{vb}[1]" if shift == "0" else f"({vb}[1] << {shift})")
+            dyn.append(f"{vb}[0]")
+            continue
         w = width_of(t)
         v = g.expr(x)
         if isinstance(t, A.BoolT):
             v = f"(1 if {v} else 0)"
         elif is_signed(t):
             v = f"({v} & {hex((1 << w) - 1)})"
-        terms.append(v if total == 0 else f"({v} << {total})")
+        terms.append(v if shift == "0" else f"({v} << {shift})")
         total += w
     if not terms:
         return "0", 0
-    return "(" + " | ".join(reversed(terms)) + ")", total
+    width = total if not dyn else "(" + " + ".join([str(total)] * bool(total) + dyn) + ")"
+    return "(" + " | ".join(reversed(terms)) + ")", width
 
 
 class V1Gen:
@@ -175,7 +195,7 @@ class V1Gen:
         g.line(f"_P.truncate = {g.expr(length)}")
 
     def f_digest(self, g, e, receiver, data):
-        leaves = flatten(data)
+        leaves = no_varbit(flatten(data), "digest")
         tname = getattr(data.type, "name", "digest")
         vals = "(" + "".join(g.expr(x) + ", " for x in leaves) + ")"
         g.line(f"_P.digests.append(({tname!r}, {vals}))")
@@ -184,7 +204,8 @@ class V1Gen:
         g.assign(result, f"_p4_random({g.expr(lo)}, {g.expr(hi)})")
 
     def f_log_msg(self, g, e, msg, data=None):
-        vals = "()" if data is None else "(" + "".join(g.expr(x) + ", " for x in flatten(data)) + ")"
+        vals = "()" if data is None else \
+            "(" + "".join(g.expr(x) + ", " for x in no_varbit(flatten(data), "log_msg")) + ")"
         g.line(f"_P.logs.append(_format_log({g.expr(msg)}, {vals}))")
 
     def _assert(self, g, e, cond):
@@ -211,7 +232,7 @@ class V1Gen:
         x, w = concat_code(g, data)
         if with_payload:
             return f"_HASH[{alg!r}](_data_bytes({x}, {w}) + bytes(_P.payload))"
-        if alg == "csum16" and w % 8 == 0:
+        if alg == "csum16" and isinstance(w, int) and w % 8 == 0:
             return f"_csum16_int({x}, {w})"
         return f"_HASH[{alg!r}](_data_bytes({x}, {w}))"
 

@@ -274,8 +274,10 @@ class ExprMixin:
             return self.coerce(left, rt, f"'{op}'"), right, rt
         if isinstance(rt, A.InfIntT) and is_fixed_int(lt):
             return left, self.coerce(right, lt, f"'{op}'"), lt
+        hint = "varbits compare only with varbits of the same varbit<N> type" \
+            if isinstance(lt, A.VarbitT) or isinstance(rt, A.VarbitT) else "cast one side"
         raise self.error(tree, f"operands of '{op}' have different types: {type_name(lt)} and "
-                               f"{type_name(rt)} (cast one side)")
+                               f"{type_name(rt)} ({hint})")
 
     def shift(self, tree, op, left, right):
         if not is_int(left.type) or not is_int(right.type):

@@ -10,7 +10,7 @@ from lark import Token, Tree
 
 import softswitch.frontend.p4ast as A
 from softswitch.frontend.exprcheck import is_const
-from softswitch.frontend.p4types import Sym, type_name
+from softswitch.frontend.p4types import Sym, is_int, type_name
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 IGNORED_TABLE_PROPERTIES = ("support_timeout",)
@@ -43,7 +43,15 @@ class TableMixin:
         if tree.data == "default":
             return A.Default(type=key_type, loc=loc)
         if tree.data == "mask":
-            value, mask = (self.const_keyset_value(c, key_type, what) for c in tree.children)
+            vtree, mtree = tree.children
+            value = self.const_keyset_value(vtree, key_type, what)
+            # a serializable enum's mask is a bit pattern of its underlying type (p4c takes
+            # `MyEnum.A &&& 0xff00`): an int constant mask is typed as that
+            mtype = key_type
+            if isinstance(key_type, A.EnumT) and key_type.underlying is not None and \
+                    is_int(self.expr(mtree).type):
+                mtype = key_type.underlying
+            mask = self.const_keyset_value(mtree, mtype, what)
             return A.Mask(value, mask, type=key_type, loc=loc)
         if tree.data == "range":
             lo, hi = (self.const_keyset_value(c, key_type, what) for c in tree.children)

@@ -148,10 +148,6 @@ class Checker(ExprMixin, CallMixin, StmtMixin, TableMixin, SubControlMixin):
             w = self.type_width(tree.children[1])
             if w <= 0 and d != "varbit_t" or w < 0:
                 raise self.error(tree, f"type width must be positive, not {w}")
-            if d == "varbit_t":
-                # The compiler lays headers out at fixed offsets; say so here, where the
-                # user's line is known, rather than later without a location.
-                raise self.error(tree, f"unsupported: varbit<{w}> (fixed-size headers only)")
             return {"bit_t": A.BitT, "int_t": A.IntT, "varbit_t": A.VarbitT}[d](w)
         if d == "type_name":
             return self.named_type(str(tree.children[0]), tree)

@@ -204,3 +204,27 @@ control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
     assert run(sw, 3) is not None
     c = sw.state.counter("I.c")
     assert [c.read(i) for i in range(4)] == [(0, 0), (0, 0), (2, 8), (1, 4)]
+
+
+ENUM_TERNARY = """
+enum bit<8> E { X = 0xa0, Y = 0x0b }
+control I(inout headers hdr, inout metadata m, inout standard_metadata_t sm) {
+    action set(bit<8> v) { hdr.h.b = v; }
+    table t {
+        key = { (E)hdr.h.a : ternary; }
+        actions = { set; }
+        const entries = { E.X &&& MASK : set(1); }
+        default_action = set(2);
+    }
+    apply { sm.egress_spec = 1; t.apply(); }
+}
+"""
+
+
+def test_a_serializable_enum_key_takes_an_int_mask_in_const_entries():
+    """p4c types `E.X &&& 0xf0` with the mask as E's underlying bit<8>: a bit pattern."""
+    sw = build(ENUM_TERNARY.replace("MASK", "0xf0"))
+    assert run(sw, 0xa7)[1] == 1          # 0xa7 & 0xf0 == 0xa0 & 0xf0
+    assert run(sw, 0xb0)[1] == 2
+    with pytest.raises(P4Error, match=r"t.p4:\d+:\d+: type mismatch in table entry: expected E, got bool"):
+        build(ENUM_TERNARY.replace("MASK", "true"))

@@ -78,10 +78,10 @@ def test_an_entry_the_program_cannot_take_fails_with_the_name(tmp_path):
 
 
 def test_a_program_the_front_end_refuses_is_refused_with_its_reason():
-    out = run_soft(PAIRS / "varbit.stf", PAIRS / "varbit.p4")
+    out = run_soft(PAIRS / "refused.stf", PAIRS / "refused.p4")
     assert out.status == "refused"
-    assert out.cause == "unsupported: varbit<N> (fixed-size headers only)"
-    assert "varbit.p4:6:" in out.detail
+    assert out.cause == "unsupported: value_set (parser … sets; use a table … constants in select)"
+    assert "refused.p4:10:" in out.detail
 
 
 class RecordingTarget:
@@ -126,8 +126,8 @@ def test_refusal_causes_group_across_programs():
 def corpus(tmp_path):
     shutil.copy(TABLES_P4, tmp_path / "good.p4")
     shutil.copy(PAIRS / "tables.stf", tmp_path / "good.stf")
-    shutil.copy(PAIRS / "varbit.p4", tmp_path / "varbit.p4")
-    shutil.copy(PAIRS / "varbit.stf", tmp_path / "varbit.stf")
+    shutil.copy(PAIRS / "refused.p4", tmp_path / "refused.p4")
+    shutil.copy(PAIRS / "refused.stf", tmp_path / "refused.stf")
     shutil.copy(TABLES_P4, tmp_path / "wrong.p4")
     (tmp_path / "wrong.stf").write_text("expect 1 ff\npacket 1 03 0000 00000000 00\n")
     (tmp_path / "notes.txt").write_text("not a test")
@@ -136,7 +136,7 @@ def corpus(tmp_path):
 
 def test_discover_pairs_by_name_and_pattern(tmp_path):
     corpus(tmp_path)
-    assert [c.name for c in discover([tmp_path])] == ["good.p4", "varbit.p4", "wrong.p4"]
+    assert [c.name for c in discover([tmp_path])] == ["good.p4", "refused.p4", "wrong.p4"]
     assert [c.name for c in discover([tmp_path], "w*.stf")] == ["wrong.p4"]
     with pytest.raises(FileNotFoundError, match="not a folder or an .stf file"):
         discover([tmp_path / "nowhere"])
@@ -151,7 +151,7 @@ def test_run_all_prints_progress_and_summary_groups_by_cause(tmp_path, capsys):
     assert text.splitlines()[0] == ("softswitch: 1 of 3 tests pass (33.3%); "
                                     "1 of the 2 that load and run pass (50.0%)")
     assert "     1  fail: frame contents differ" in text
-    assert "     1  refused: unsupported: varbit<N>" in text
+    assert "     1  refused: unsupported: value_set" in text
 
 
 def test_expected_failures_compare_exactly(tmp_path):
@@ -184,11 +184,11 @@ def test_command_line_exit_codes_with_expected_failures(tmp_path, capsys):
     d = corpus(tmp_path / "c")
     exp, js = tmp_path / "exp.yaml", tmp_path / "out.json"
     assert main([str(d), "--write-expected", str(exp), "--json", str(js)]) == 1
-    assert set(load_expected(exp)) == {"varbit.p4", "wrong.p4"}
+    assert set(load_expected(exp)) == {"refused.p4", "wrong.p4"}
     assert json.loads(js.read_text())["good.p4"]["status"] == "pass"
     assert main([str(d), "--expected", str(exp)]) == 0
     assert "expected failures" in capsys.readouterr().out
-    exp.write_text("expected:\n  varbit.p4: 'refused: varbit'\n")
+    exp.write_text("expected:\n  refused.p4: 'refused: value_set'\n")
     assert main([str(d), "--expected", str(exp)]) == 1
     out = capsys.readouterr().out
     assert "unexpected failure: wrong.p4: fail: frame contents differ" in out and "DO NOT MATCH" in out

@@ -10,7 +10,7 @@ from softswitch.stf.target_bmv2 import Bmv2Target, missing_tools
 from softswitch.stf.target_softswitch import SoftswitchTarget
 
 PAIRS = Path(__file__).parent / "p4c_stf"
-# tables and varbit are the runner's own fixtures (test_stf_runner.py)
+# tables and refused are the runner's own fixtures (test_stf_runner.py)
 SEMANTICS = ["entry_priority", "eval_order", "list_values", "action_exit", "table_bound", "header_union"]
 
 
