@@ -99,7 +99,7 @@ class ProcessSwitch(Switch):
 
     def __init__(self, name, program: str = os.path.join(REPO_ROOT, "p4", "forward.p4"), device_id: int | None = None,
                  thrift_port: int | None = None, log_file: str | None = None, pcap_dir: str | None = None,
-                 defines: dict | None = None, link_emu: dict | None = None, **params):
+                 defines: dict | None = None, link_emu: dict | None = None, control: str = "cli", **params):
         params.setdefault("inNamespace", False)
         Switch.__init__(self, name, **params)
         self.program = os.path.abspath(program)
@@ -113,6 +113,10 @@ class ProcessSwitch(Switch):
         self.link_emu = {int(p): (c if isinstance(c, LinkEmuConfig) else LinkEmuConfig(**c))
                          for p, c in (link_emu or {}).items()}
         self.proc: subprocess.Popen | None = None
+        if control not in ("cli", "p4runtime"):
+            raise ValueError(f"{name}: control {control!r} is not cli or p4runtime")
+        self.control = control     # "p4runtime": also serve P4Runtime on grpc_port (chosen at launch)
+        self.grpc_port: int | None = None
 
     # subclasses say how to run themselves
     def command(self) -> list[str]:
@@ -134,6 +138,8 @@ class ProcessSwitch(Switch):
         and the programs load in parallel (bring-up time on a multi-core machine)."""
         if self.thrift_port is None:
             self.thrift_port = free_tcp_port()
+        if self.control == "p4runtime" and (self.grpc_port is None or self._chosen_port):
+            self.grpc_port = free_tcp_port()
         unknown = sorted(set(self.link_emu) - set(self.port_map()))
         if unknown:
             raise SwitchStartError(f"{self.name}: link_emu names port(s) {unknown} that have no interface; "
@@ -252,6 +258,8 @@ class SoftSwitch(ProcessSwitch):
             cmd += ["--link-emu", format_link_emu_spec(number, cfg)]
         if self.trace:
             cmd.append("--trace")
+        if self.control == "p4runtime":
+            cmd += ["--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         return cmd
 
     def is_ready(self) -> bool:

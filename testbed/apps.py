@@ -32,7 +32,7 @@ class RunContext:
     def client(self, switch: str):
         """The runtime client of one switch (simple_switch_CLI language, either backend)."""
         from testbed.backends import client_for
-        return client_for(self.backend, self.net[switch].thrift_port)
+        return client_for(self.backend, self.net[switch])
 
 
 @dataclass

@@ -48,10 +48,15 @@ def switch_class(backend: str):
     return {"softswitch": SoftSwitch, "bmv2": Bmv2Switch}[backend]
 
 
-def client_for(backend: str, thrift_port: int):
-    """The runtime client of one switch: same execute(cmd) -> str for both backends."""
+def client_for(backend: str, node):
+    """The runtime client of one switch node: same execute(cmd) -> str for both backends and
+    both control channels (the CLI port, or P4Runtime when the switch was started with
+    control "p4runtime": softswitch.p4runtime.cli_client translates the commands)."""
+    if getattr(node, "control", "cli") == "p4runtime":
+        from softswitch.p4runtime.cli_client import P4RuntimeClient
+        return P4RuntimeClient(f"127.0.0.1:{node.grpc_port}", node.device_id)
     if backend == "bmv2":
         from testbed.bmv2 import Bmv2Client
-        return Bmv2Client(thrift_port)
+        return Bmv2Client(node.thrift_port)
     from softswitch.control.client import SoftswitchClient
-    return SoftswitchClient(thrift_port)
+    return SoftswitchClient(node.thrift_port)

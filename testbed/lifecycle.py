@@ -64,11 +64,11 @@ def host_commands(graph, tcp) -> dict[str, list[str]]:
             for h, d in graph.nodes(data=True) if d["role"] == "host"}
 
 
-def switch_params(graph, program: str, defines: dict, run_dir: Path) -> dict[str, dict]:
+def switch_params(graph, program: str, defines: dict, run_dir: Path, control: str = "cli") -> dict[str, dict]:
     """Options per switch. Control ports are left to the switch class (a free localhost
     port), so concurrent runs on one machine never collide on 9090 + device id."""
     return {n: {"program": program, "defines": dict(defines), "device_id": d["device_id"],
-                "log_file": str(run_dir / "logs" / f"{n}.switch.log")}
+                "log_file": str(run_dir / "logs" / f"{n}.switch.log"), "control": control}
             for n, d in graph.nodes(data=True) if d["role"] != "host"}
 
 
@@ -173,7 +173,13 @@ def prepare(opts: RunOptions, scn):
         tcp_settings.check_available(scn.tcp)
     except ValueError as e:
         raise RunError(str(e)) from None
-    backend, backend_reason = backends.choose_backend(scn.switch.backend)
+    if scn.switch.control == "p4runtime" and scn.switch.backend == "bmv2":
+        raise RunError("switch.control: p4runtime is served by the softswitch; the bmv2 backend runs "
+                       "simple_switch (thrift only): set switch.control: cli, or switch.backend: softswitch")
+    if scn.switch.control == "p4runtime" and scn.switch.backend == "auto":
+        backend, backend_reason = "softswitch", "auto: switch.control p4runtime is served by the softswitch"
+    else:
+        backend, backend_reason = backends.choose_backend(scn.switch.backend)
     mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem(), backend)
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
     app.plan(graph, scn)   # the scheme's placement, trees and entries: pure, fails early
@@ -202,6 +208,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
         run_id=run_id, scenario_name=scn.name, backend=backend, backend_reason=backend_reason,
         link_emulation=mode, link_emulation_reason=mode_reason, seed=scn.seed, time_dilation=s,
         repetition=repetition, extra={"scenario_file": str(opts.scenario), "overrides": opts.overrides,
+                                      "switch_control": scn.switch.control,
                                       "node_prefix": opts.prefix})
     results.write_json(run_dir / "manifest.json", manifest)
     log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
@@ -360,7 +367,7 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
                           + [n for r in plan.relays for n in r.root_intfs()])
     return netbuild.build_network(
         graph, backends.switch_class(backend),
-        switch_params(graph, scn.switch.program, scn.switch.defines, run_dir), plan,
+        switch_params(graph, scn.switch.program, scn.switch.defines, run_dir, scn.switch.control), plan,
         host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started,
         relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started, relays=relay_run)
 
@@ -369,7 +376,7 @@ def push_control_plane(net, graph, backend, commands: dict[str, list[str]]) -> N
     from softswitch.control.client import RuntimeCommandError
     for sw, cmds in commands.items():
         node = net[sw]
-        client = backends.client_for(backend, node.thrift_port)
+        client = backends.client_for(backend, node)
         try:
             client.execute_many(cmds, check=True)
         except RuntimeCommandError as e:

@@ -177,6 +177,9 @@ class IntraDc(Strict):
 # ---------------------------------------------------------------- switches, emulation
 class SwitchCfg(Strict):
     backend: Literal["softswitch", "bmv2", "auto"] = "softswitch"
+    # how the testbed writes the switches' entries: the simple_switch_CLI port, or P4Runtime
+    # (gRPC; softswitch backend) with the same commands translated (softswitch/p4runtime)
+    control: Literal["cli", "p4runtime"] = "cli"
     program: str = "p4/forward.p4"
     defines: dict[str, Union[int, str]] = {}
 

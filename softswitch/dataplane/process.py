@@ -192,6 +192,7 @@ def main(argv=None) -> int:
         if close:
             close()
         if grpc_server is not None:
+            log.info("p4runtime: %s", " ".join(f"{k} {v}" for k, v in grpc_server.service.stats.items()))
             grpc_server.stop()
             bridge.close()
         loop.close()

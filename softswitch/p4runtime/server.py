@@ -119,7 +119,7 @@ class P4RuntimeServer:
         except RuntimeError:   # newer grpcio raises where older ones returned 0
             bound = 0
         if not bound:
-            raise OSError(f"cannot listen on {host}:{port} for P4Runtime: is another switch using "
+            raise OSError(f"cannot listen on {host}:{port} for P4Runtime (Address already in use?): is another switch using "
                           f"--grpc-server-addr {address}? (check with: ss -ltnp 'sport = :{port}')")
         self.address = f"{host}:{bound}"
         self._queues: dict[object, queue.SimpleQueue] = {}

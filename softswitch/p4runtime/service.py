@@ -56,6 +56,7 @@ class P4RuntimeService:
         self.cookie = 0
         self._index()
         self.streams: dict[object, tuple[int, int]] = {}   # stream -> (high, low) election id
+        self.stats = {"writes": 0, "updates": 0, "failed_updates": 0, "reads": 0}
 
     def _index(self):
         info, s = self.p4info, self.state
@@ -154,6 +155,8 @@ class P4RuntimeService:
         if request.atomicity != p4rt.WriteRequest.CONTINUE_ON_ERROR:
             raise P4RuntimeError("UNIMPLEMENTED", "only CONTINUE_ON_ERROR atomicity is supported")
         errors, failed = [], False
+        self.stats["writes"] += 1
+        self.stats["updates"] += len(request.updates)
         for u in request.updates:
             err = p4rt.Error(canonical_code=code_pb2.OK)
             try:
@@ -165,6 +168,7 @@ class P4RuntimeService:
                 err.canonical_code, err.message, failed = getattr(code_pb2, pe.code), pe.message, True
             errors.append(err)
         if failed:
+            self.stats["failed_updates"] += sum(e.canonical_code != code_pb2.OK for e in errors)
             raise BatchError(errors)
         return p4rt.WriteResponse()
 
@@ -319,6 +323,7 @@ class P4RuntimeService:
     # ------------------------------------------------------------ read
     def read(self, request):
         self._check_device(request.device_id)
+        self.stats["reads"] += 1
         resp = p4rt.ReadResponse()
         for ent in request.entities:
             kind = ent.WhichOneof("entity")
