@@ -214,6 +214,32 @@ def softswitch_rx_drops(log_text: str) -> tuple[int, int] | None:
     return (sum(int(x) for x in _RX_RE.findall(last)), sum(int(x) for x in _DROP_RE.findall(last)))
 
 
+_LINK_EMU_FIELDS = ("submitted", "sent", "lost", "overflow", "queued")
+
+
+def link_emu_counters(log_text: str, relay: bool = False) -> dict[int, dict] | None:
+    """Per delay line {port: {submitted, sent, lost, overflow, queued}} from the last
+    "stopping:" line of a softswitch log (its link-emu part) or of a link relay's log
+    (relay=True: the whole dict; port 2 carries a->b, port 1 b->a). None without one."""
+    import ast
+    lines = [l for l in log_text.splitlines() if " stopping: " in l]
+    if not lines:
+        return None
+    last = lines[-1]
+    if relay:
+        text = last.split(" stopping: ", 1)[1].strip()
+    else:
+        m = re.search(r"link-emu (\{.*\}), unknown egress", last)
+        if m is None:
+            return None
+        text = m.group(1)
+    try:
+        raw = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return {int(port): {k: int(c.get(k, 0)) for k in _LINK_EMU_FIELDS} for port, c in raw.items()}
+
+
 def capacity_drop_warnings(drops: dict[str, tuple[int, int]], max_util: dict[str, float],
                            min_fraction: float = 0.001, util_threshold: float = 0.8) -> list[str]:
     """Warn for switches that dropped received frames (socket overrun: the switch process

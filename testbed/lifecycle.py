@@ -306,6 +306,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                                              "limited_windows": n}
                                         for sw, (c, u, n) in sampler.load.peaks().items()}
                 state["warnings"] += counters.switch_limited_warnings(sampler.load.peaks())
+                state["link_emulation"] = emulated_link_counters(run_dir, graph, mode)
                 drops = _switch_drops(run_dir, graph)
                 state["switch_drops"] = {sw: {"rx_frames": rx, "socket_drops": d}
                                          for sw, (rx, d) in drops.items()}
@@ -321,6 +322,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 extra={"time_dilation": s, "counters": state.get("counters"),
                        "switch_load": state.get("switch_load"),
                        "switch_drops": state.get("switch_drops"),
+                       "link_emulation": state.get("link_emulation"),
                        "qdisc": state.get("qdisc"),
                        "phase_seconds": timings,
                        "bandwidth_changes": state.get("bandwidth_changes"),
@@ -488,6 +490,35 @@ def _switch_drops(run_dir: Path, graph) -> dict[str, tuple[int, int]]:
         if r is not None:
             out[n] = r
     return out
+
+
+def emulated_link_counters(run_dir: Path, graph, mode: str) -> dict | None:
+    """What the user-space delay lines did, from the logs written when they stop: per line
+    (softswitch egress "switch:port", or relay "u->v") submitted/sent/lost/overflow/queued
+    frames, and the totals. None for netem (the kernel's qdisc counts them: summary qdisc)."""
+    if mode not in ("userspace", "relay"):
+        return None
+    lines = {}
+    logs = run_dir / "logs"
+    if mode == "userspace":
+        for n, d in graph.nodes(data=True):
+            if d["role"] == "host":
+                continue
+            try:
+                c = counters.link_emu_counters((logs / f"{n}.switch.log").read_text(errors="replace"))
+            except OSError:
+                continue
+            lines.update({f"{n}:{port}": v for port, v in (c or {}).items()})
+    else:
+        for path in sorted(logs.glob("relay-*.log")):
+            c = counters.link_emu_counters(path.read_text(errors="replace"), relay=True) or {}
+            first = path.read_text(errors="replace").split("\n", 1)[0]   # "# relay u-v: cmd"
+            u, _, v = first.removeprefix("# relay ").split(":", 1)[0].partition("-")
+            for port, direction in ((2, f"{u}->{v}"), (1, f"{v}->{u}")):
+                if port in c:
+                    lines[direction] = c[port]
+    totals = {k: sum(c[k] for c in lines.values()) for k in ("submitted", "sent", "lost", "overflow")}
+    return {"mode": mode, **totals, "lines": lines}
 
 
 def _log_health(h: dict, log) -> None:

@@ -66,4 +66,9 @@ def test_quickstart_on_bmv2_completes_with_sums_within_bound(scheme, tmp_path):
     m = summary["metrics"]
     assert m["iterations"] == 3 and m["worker_errors"] == 0 and not summary["app"]["errors"]
     assert m["within_quantization_bound"] is True and m["max_error"] is not None
+    if manifest["link_emulation"] == "relay":   # the relays' counters reach the summary
+        emu = summary["link_emulation"]
+        assert emu["mode"] == "relay" and emu["submitted"] > 0 and emu["lines"]
+        assert all(c["submitted"] == c["sent"] + c["lost"] + c["overflow"] + c["queued"]
+                   for c in emu["lines"].values())
     assert _left_behind() == []

@@ -52,6 +52,10 @@ def test_quickstart_driven_over_p4runtime_completes_with_sums_within_bound(tmp_p
     m = summary["metrics"]
     assert m["iterations"] == 3 and m["worker_errors"] == 0 and not summary["app"]["errors"]
     assert m["within_quantization_bound"] is True and m["max_error"] is not None
+    # the delay lines' counters reach the summary, and every frame is accounted for
+    emu = summary["link_emulation"]
+    assert emu["mode"] == manifest["link_emulation"] and emu["submitted"] > 0 and emu["lines"]
+    assert all(c["submitted"] == c["sent"] + c["lost"] + c["overflow"] + c["queued"] for c in emu["lines"].values())
     assert _switch_processes() == []
 
 

@@ -197,3 +197,34 @@ def test_wan_edge_off_the_delay_shortest_route_is_reported_not_probed():
     assert pairs["g1-g2"]["on_route"] is False
     assert pairs["g1-g3"]["on_route"] and pairs["g2-g3"]["on_route"]
     assert pairs["g1-g3"]["configured_rtt_ms"] == pytest.approx(10.0)
+
+
+SWITCH_STOP = ("09:10:34.3 INFO stopping: packets_in 900, stats {'packets_in': 900}, ports {}, link-emu "
+               "{2: {'submitted': 500, 'sent': 470, 'lost': 25, 'overflow': 4, 'queued': 1}}, "
+               "unknown egress port drops 0")
+RELAY_STOP = ("2026-11-24 09:10:34,364 linkem stopping: {2: {'submitted': 10, 'sent': 9, 'lost': 1, "
+              "'overflow': 0, 'queued': 0}, 1: {'submitted': 7, 'sent': 7, 'lost': 0, 'overflow': 0, 'queued': 0}}")
+
+
+def test_link_emulation_counters_from_switch_and_relay_stop_lines():
+    assert counters.link_emu_counters("ready\n" + SWITCH_STOP) == {
+        2: {"submitted": 500, "sent": 470, "lost": 25, "overflow": 4, "queued": 1}}
+    assert counters.link_emu_counters(RELAY_STOP, relay=True)[1]["submitted"] == 7
+    assert counters.link_emu_counters("ready: pid 1\n") is None
+    assert counters.link_emu_counters(STOP_LINE.replace("link-emu {}", "link-emu {}, unknown egress port drops 0")) == {}
+
+
+def test_the_summary_totals_every_delay_line_of_the_run(tmp_path):
+    from testbed.lifecycle import emulated_link_counters
+    g = two_dc_graph()
+    switch = next(n for n, d in g.nodes(data=True) if d["role"] != "host")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / f"{switch}.switch.log").write_text("ready\n" + SWITCH_STOP + "\n")
+    got = emulated_link_counters(tmp_path, g, "userspace")
+    assert got["lines"] == {f"{switch}:2": {"submitted": 500, "sent": 470, "lost": 25, "overflow": 4, "queued": 1}}
+    assert (got["submitted"], got["lost"], got["overflow"]) == (500, 25, 4)
+    (tmp_path / "logs" / "relay-ga-gb.log").write_text("# relay ga-gb: python3 -m softswitch.linkem ...\n"
+                                                       + RELAY_STOP + "\n")
+    got = emulated_link_counters(tmp_path, g, "relay")
+    assert set(got["lines"]) == {"ga->gb", "gb->ga"} and got["lost"] == 1 and got["submitted"] == 17
+    assert emulated_link_counters(tmp_path, g, "netem") is None
