@@ -35,13 +35,17 @@ def test_forced_backends():
 
 
 def test_each_backend_gets_its_runtime_client_on_the_switch_port():
+    from types import SimpleNamespace as Node
     from softswitch.control.client import RuntimeClient, SoftswitchClient
+    from softswitch.p4runtime.cli_client import P4RuntimeClient
     from testbed.bmv2 import Bmv2Client
-    soft = backends.client_for("softswitch", 9999)
-    bm = backends.client_for("bmv2", 9998)
-    assert type(soft) is SoftswitchClient and type(bm) is Bmv2Client
-    assert isinstance(soft, RuntimeClient) and isinstance(bm, RuntimeClient)   # one interface
+    soft = backends.client_for("softswitch", Node(thrift_port=9999, control="cli"))
+    bm = backends.client_for("bmv2", Node(thrift_port=9998))
+    p4rt = backends.client_for("softswitch", Node(thrift_port=9997, control="p4runtime", grpc_port=9559, device_id=3))
+    assert type(soft) is SoftswitchClient and type(bm) is Bmv2Client and type(p4rt) is P4RuntimeClient
+    assert all(isinstance(c, RuntimeClient) for c in (soft, bm, p4rt))   # one interface
     assert (soft.port, bm.port) == (9999, 9998)
+    assert (p4rt.address, p4rt.device_id) == ("127.0.0.1:9559", 3)   # not connected until used
 
 
 @pytest.mark.bmv2
