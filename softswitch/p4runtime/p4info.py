@@ -144,26 +144,19 @@ def build_p4info(state):
         for i, (pname, width) in enumerate(a.params if name in in_tables else (), start=1):
             p = m.params.add()
             p.id, p.name, p.bitwidth = i, pname, width
-    for c in counters:
-        m = info.counters.add()
-        _preamble(m, ids[(COUNTER, c.name)], c.name, alias[c.name])
-        m.spec.unit, m.size = _COUNTER_UNIT[c.type], c.size
-    for c in dcounters:
-        m = info.direct_counters.add()
-        _preamble(m, ids[(DIRECT_COUNTER, c.name)], c.name, alias[c.name])
-        m.spec.unit = _COUNTER_UNIT[c.type]
-        if c.table is not None:
-            m.direct_table_id = ids[(TABLE, c.table.name)]
-    for x in meters:
-        m = info.meters.add()
-        _preamble(m, ids[(METER, x.name)], x.name, alias[x.name])
-        m.spec.unit, m.size = _METER_UNIT[x.type], x.size
-    for x in dmeters:
-        m = info.direct_meters.add()
-        _preamble(m, ids[(DIRECT_METER, x.name)], x.name, alias[x.name])
-        m.spec.unit = _METER_UNIT[x.type]
-        if x.table is not None:
-            m.direct_table_id = ids[(TABLE, x.table.name)]
+    # counters and meters, indirect (a size) and direct (a table)
+    for objs, out, prefix, units in ((counters, info.counters, COUNTER, _COUNTER_UNIT),
+                                     (dcounters, info.direct_counters, DIRECT_COUNTER, _COUNTER_UNIT),
+                                     (meters, info.meters, METER, _METER_UNIT),
+                                     (dmeters, info.direct_meters, DIRECT_METER, _METER_UNIT)):
+        for x in objs:
+            m = out.add()
+            _preamble(m, ids[(prefix, x.name)], x.name, alias[x.name])
+            m.spec.unit = units[x.type]
+            if prefix in (COUNTER, METER):
+                m.size = x.size
+            elif x.table is not None:
+                m.direct_table_id = ids[(TABLE, x.table.name)]
     for r in registers:
         m = info.registers.add()
         _preamble(m, ids[(REGISTER, r.name)], r.name, alias[r.name])

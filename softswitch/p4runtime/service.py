@@ -255,26 +255,26 @@ class P4RuntimeService:
         else:
             t.delete(entry.handle)
 
-    def _write_register(self, op, e):
+    @staticmethod
+    def _cells(op, kind: str, objs: dict, rid: int, e):
+        """(the array, the indexes an update writes: its index, or every cell without one)."""
         if op != p4rt.Update.MODIFY:
-            raise P4RuntimeError("INVALID_ARGUMENT", "register entries can only be MODIFYed")
-        r = self.registers.get(e.register_id)
-        if r is None:
-            raise P4RuntimeError("NOT_FOUND", f"no register with id {e.register_id}")
+            raise P4RuntimeError("INVALID_ARGUMENT", f"{kind} entries can only be MODIFYed")
+        x = objs.get(rid)
+        if x is None:
+            raise P4RuntimeError("NOT_FOUND", f"no {kind} with id {rid}")
+        return x, ([e.index.index] if e.HasField("index") else range(x.size))
+
+    def _write_register(self, op, e):
+        r, indexes = self._cells(op, "register", self.registers, e.register_id, e)
         if e.data.WhichOneof("data") != "bitstring":
             raise P4RuntimeError("INVALID_ARGUMENT", f"register {r.name}: data must be a bitstring")
         v = codec.to_int(e.data.bitstring, r.width, f"register {r.name}")
-        indexes = [e.index.index] if e.HasField("index") else range(r.size)
         for i in indexes:
             r.write(i, v)
 
     def _write_counter(self, op, e):
-        if op != p4rt.Update.MODIFY:
-            raise P4RuntimeError("INVALID_ARGUMENT", "counter entries can only be MODIFYed")
-        c = self.counters.get(e.counter_id)
-        if c is None:
-            raise P4RuntimeError("NOT_FOUND", f"no counter with id {e.counter_id}")
-        indexes = [e.index.index] if e.HasField("index") else range(c.size)
+        c, indexes = self._cells(op, "counter", self.counters, e.counter_id, e)
         for i in indexes:
             c.write(i, e.data.packet_count, e.data.byte_count)
 
