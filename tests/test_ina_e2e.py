@@ -54,8 +54,8 @@ def run(tmp_path_factory):
     assert scn.switch.program == "p4/aggregation.p4"      # chosen for geo-ina automatically
     orig = lifecycle.switch_params
 
-    def with_pcap(graph, program, defines, run_dir):
-        params = orig(graph, program, defines, run_dir)
+    def with_pcap(graph, program, defines, run_dir, *rest):
+        params = orig(graph, program, defines, run_dir, *rest)
         for n, p in params.items():
             if graph.nodes[n]["role"] == "gateway":
                 p["pcap_dir"] = str(Path(run_dir) / "pcap")
