@@ -181,6 +181,10 @@ class CBody:
             scalar_width(e.right.type, e.loc)
             b = self.expr(e.right)
             return f"ss_shl({a}, {b}, {w})" if op == "<<" else f"ss_shr({a}, {b})"
+        if op == "|+|":
+            return f"ss_sat_add({a}, {self.expr(e.right)}, {w})"
+        if op == "|-|":
+            return f"ss_sat_sub({a}, {self.expr(e.right)})"
         if op == "++":
             rw = scalar_width(e.right.type, e.loc)
             return f"(({a} << {rw}) | {self.expr(e.right)})"

@@ -27,6 +27,16 @@ static inline uint64_t ss_mask(unsigned w) { return w >= 64 ? ~0ULL : ((1ULL << 
 static inline uint64_t ss_shl(uint64_t a, uint64_t s, unsigned w) { return s >= w ? 0 : (a << s) & ss_mask(w); }
 static inline uint64_t ss_shr(uint64_t a, uint64_t s) { return s >= 64 ? 0 : a >> s; }
 
+/* P4 saturating |+| and |-| on bit<W>. */
+static inline uint64_t ss_sat_add(uint64_t a, uint64_t b, unsigned w)
+{
+    uint64_t r = a + b;
+    if (r < a)                   /* only possible at W = 64 */
+        return ~0ULL;
+    return r > ss_mask(w) ? ss_mask(w) : r;
+}
+static inline uint64_t ss_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 /* Bits [bitoff, bitoff + w) of p, most significant bit first (network order). With
  * constant bitoff and w (always, in generated code) the loop unrolls to a few loads. */
 static inline uint64_t ss_get(const uint8_t *p, unsigned bitoff, unsigned w)
