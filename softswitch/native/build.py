@@ -21,7 +21,7 @@ from pathlib import Path
 RUNTIME_DIR = Path(__file__).parent / "c"
 RUNTIME_FILES = ("ssrt.h", "ssrt.c", "ss_ctx.h", "ss_switch.c", "ss_loop.c")
 CC = os.environ.get("SOFTSWITCH_CC", "gcc")
-CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-std=gnu11")
+CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-std=gnu11", "-D_GNU_SOURCE")
 
 
 class BuildError(Exception):

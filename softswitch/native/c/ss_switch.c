@@ -136,3 +136,5 @@ SS_API uint64_t ss_process_rounds(ss_ctx *x, int npk, const int32_t *ports, cons
         }
     return total;
 }
+
+#include "ss_loop.c"
