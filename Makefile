@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 .PHONY: demo test test-fast setup deps bench clean doctor
 
 # Debian packages: mininet brings mnexec and /usr/lib/python3/dist-packages/mininet.
-APT_PKGS := mininet iproute2 iperf3 ethtool tcpdump python3-venv iputils-ping
+APT_PKGS := mininet iproute2 iperf3 ethtool tcpdump python3-venv iputils-ping gcc libc6-dev
 
 deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -241,12 +241,13 @@ def measure_veth_rate(bed: VethBed, frames: list[bytes], warmup: float, window: 
 
 # --- what runs in the middle -------------------------------------------------------------------
 
-def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: str | None = None):
+def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: str | None = None,
+                     datapath: str = "python"):
     from softswitch.control.client import RuntimeCommandError, SoftswitchClient
     from softswitch.node import free_tcp_port, log_tail, port_accepts
     port = free_tcp_port()
     cmd = [sys.executable, "-m", "softswitch", wl.program, "-i", f"1@{bed.sw_in}", "-i", f"2@{bed.sw_out}",
-           "--thrift-port", str(port), "--log-file", log_path]
+           "--thrift-port", str(port), "--log-file", log_path, "--datapath", datapath]
     for k, v in wl.defines.items():
         cmd += ["-D", f"{k}={v}"]
     with open(log_path, "w") as log:   # start-up errors (stderr) land in the same log
@@ -269,6 +270,10 @@ def start_softswitch(bed: VethBed, wl: Workload, log_path: str, profile_path: st
         _stop(proc)
         raise RuntimeError(f"{wl.name}: {e}") from None
     return proc
+
+
+def start_compiled(bed: VethBed, wl: Workload, log_path: str):
+    return start_softswitch(bed, wl, log_path, datapath="compiled")
 
 
 def measure_relay(bed: VethBed, args) -> float:
@@ -311,8 +316,10 @@ def print_profile(name: str, path: str, top: int = 15) -> None:
 
 
 def measure_inproc() -> dict[str, float]:
-    from softswitch.bench.inproc import measure_inproc as inproc
-    return inproc()
+    from softswitch.bench.inproc import measure_compiled_fwd, measure_inproc as inproc
+    out = inproc()
+    out["fwd_compiled"] = measure_compiled_fwd()
+    return out
 
 
 def main(argv=None, others: dict | None = None) -> int:
@@ -368,6 +375,9 @@ def main(argv=None, others: dict | None = None) -> int:
                 pps = measure_switch(bed, wl, args, rnd)
                 results[wl.name] = max(results.get(wl.name, 0.0), pps)
                 progress(f"  round {rnd}: {wl.name} is {pps / results['relay']:.2f} of the best relay so far")
+                if wl.name == "fwd":      # the compiled data path, same bed, same round
+                    pps = measure_switch(bed, wl, args, rnd, "compiled", start_compiled)
+                    results["fwd_compiled"] = max(results.get("fwd_compiled", 0.0), pps)
                 for label, start in others.items():
                     key = f"{label}_{wl.name}"
                     results[key] = max(results.get(key, 0.0),
@@ -386,7 +396,10 @@ def main(argv=None, others: dict | None = None) -> int:
         return f"{inproc[key]:.1f}" if key in inproc else "nan"
     print(f"veth: relay_kpps={results['relay'] / 1000:.1f} fwd_kpps={results['fwd'] / 1000:.1f} "
           f"agg32_kpps={results['agg32'] / 1000:.1f}")
-    print(f"switch: fwd_inproc_kpps={f('fwd')} agg32_inproc_kpps={f('agg32')} agg64_inproc_kpps={f('agg64')} "
+    print(f"switch: fwd_veth_kpps={results['fwd'] / 1000:.1f} fwd_veth_kpps_compiled={results['fwd_compiled'] / 1000:.1f} "
+          f"compiled_vs_python={results['fwd_compiled'] / results['fwd']:.1f} "
+          f"fwd_compiled_veth_ratio={results['fwd_compiled'] / results['relay']:.2f} "
+          f"fwd_inproc_kpps={f('fwd')} fwd_inproc_kpps_compiled={f('fwd_compiled')} agg32_inproc_kpps={f('agg32')} agg64_inproc_kpps={f('agg64')} "
           f"fwd_veth_ratio={results['fwd'] / results['relay']:.2f} "
           f"agg32_veth_ratio={results['agg32'] / results['relay']:.2f}"
           + "".join(f" {label}_{wl.name}_veth_kpps={results[f'{label}_{wl.name}'] / 1000:.1f}"

@@ -3,7 +3,7 @@
     python3 -m softswitch PROGRAM.p4 -i 1@s1-eth1 -i 2@s1-eth2 --device-id N [--thrift-port P]
         [--log-console | --log-file F] [--pcap DIR] [-D NAME=VALUE] [-I DIR]
         [--link-emu PORT:delay_ms=D,jitter_ms=J,loss_pct=L[,seed=S]] [--trace] [--stats-file F]
-        [--grpc-server-addr 127.0.0.1:9559]
+        [--grpc-server-addr 127.0.0.1:9559] [--datapath auto|python|compiled]
 
 Loads the program (softswitch.target), opens the ports, serves the command language on a
 localhost port (softswitch.control) and runs the one loop (loop.py) until SIGTERM/SIGINT.
@@ -44,6 +44,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--grpc-server-addr", metavar="HOST:PORT", default=None,
                    help="also serve P4Runtime (gRPC) on this localhost address, as simple_switch_grpc "
                         "(e.g. 127.0.0.1:9559; port 0 picks a free one, shown in the ready line)")
+    p.add_argument("--datapath", choices=("auto", "python", "compiled"), default="auto",
+                   help="where packets run: compiled (C, built with gcc at start-up; refuse to start "
+                        "if the program or an option needs Python), python, or auto (compiled when "
+                        "supported, else python with one log line saying why; the default)")
     p.add_argument("--stats-file", metavar="F",
                    help="on exit, write packet counters (pipeline, ports, link emulation) to F as JSON")
     return p.parse_args(argv)
@@ -110,6 +114,46 @@ def _start_p4runtime(switch, args):
     return P4RuntimeServer(service, bridge, args.grpc_server_addr, log=log.info), bridge
 
 
+def _python_only_reason(args) -> str | None:
+    """The option that needs the Python packet loop, if any."""
+    if args.pcap:
+        return "--pcap"
+    if args.trace:
+        return "--trace"
+    if args.link_emu:
+        return "--link-emu (user-space link emulation)"
+    return None
+
+
+def _choose_datapath(args, switch):
+    """(CompiledSwitch or None, error message or None). None, None: the Python path."""
+    if args.datapath == "python":
+        log.info("datapath: python (--datapath python)")
+        return None, None
+    reason = _python_only_reason(args)
+    if reason is not None:
+        if args.datapath == "compiled":
+            return None, (f"softswitch: --datapath compiled: {reason} needs the Python packet loop; "
+                          f"drop {reason.split()[0]} or use --datapath auto")
+        log.info("datapath: python (%s needs the Python packet loop)", reason)
+        return None, None
+    from softswitch.native.build import BuildError
+    from softswitch.native.cgen_types import Unsupported
+    from softswitch.native.switch import CompiledSwitch, compile_switch
+    if args.datapath == "auto":
+        compiled = compile_switch(switch, log)
+    else:
+        try:
+            compiled = CompiledSwitch(switch)
+        except Unsupported as e:
+            return None, f"softswitch: --datapath compiled: {e.format()}\nuse --datapath auto to run it on the Python path"
+        except BuildError as e:
+            return None, f"softswitch: --datapath compiled: {e}"
+    if compiled is not None:
+        log.info("datapath: compiled (%s)", compiled.lib._name)
+    return compiled, None
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     _setup_logging(args)
@@ -136,6 +180,11 @@ def main(argv=None) -> int:
         _fail(args, f"softswitch: cannot read program {args.program}: {e.strerror}")
         return 1
 
+    compiled, error = _choose_datapath(args, switch)
+    if error:
+        _fail(args, error)
+        return 1
+
     ports: dict[int, Port] = {}
     try:
         for number, ifname in ifaces.items():
@@ -149,7 +198,11 @@ def main(argv=None) -> int:
         return 1
 
     pcaps = PortPcaps(args.pcap, ifaces) if args.pcap else None
-    loop = SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
+    if compiled is not None:
+        from softswitch.dataplane.compiled_loop import CompiledSwitchLoop
+        loop = CompiledSwitchLoop(compiled, ports)
+    else:
+        loop = SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
     server.register(loop.selector)
     if grpc_server is not None:
         bridge.register(loop.selector)
@@ -182,7 +235,7 @@ def main(argv=None) -> int:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(profile_path)
-        final = final_stats(loop, switch)
+        final = final_stats(loop, compiled if compiled is not None else switch)
         log.info("stopping: packets_in %d, stats %s, ports %s, link-emu %s, unknown egress port drops %d",
                  final["packets_in"], final["pipeline"], final["ports"], final["link_emu"],
                  final["unknown_egress_port_drops"])

@@ -278,6 +278,8 @@ class PRE:
         self.reset()
 
     def reset(self):
+        # bumped by every change of what replicas() returns (see Table.version)
+        self.version = getattr(self, "version", 0) + 1
         self.groups: dict[int, list[int]] = {}        # mgrp -> node handles, association order
         self.nodes: dict[int, tuple[int, frozenset]] = {}  # handle -> (rid, ports)
         self.node_group: dict[int, int] = {}           # handle -> mgrp it is associated with
@@ -297,6 +299,7 @@ class PRE:
 
     def _touch(self, mgrp):
         self._replicas.pop(mgrp, None)
+        self.version += 1
 
     def mgrp_create(self, mgrp: int):
         if not isinstance(mgrp, int) or not 0 <= mgrp < 1 << 16:

@@ -170,6 +170,9 @@ class Table:
         self._versions: list[int] = []
         self._count = 0
         self._clear_indexes()
+        # bumped by every change of entries or default: a copy of the table elsewhere (the
+        # compiled data path's) knows to rebuild itself before the next packet
+        self.version = 0
 
     # ---------- packet path ----------
     def _lookup_exact(self, key):
@@ -221,6 +224,11 @@ class Table:
     # ---------- control path ----------
     def num_entries(self) -> int:
         return self._count
+
+    def entries_in_lookup_order(self) -> list[Entry]:
+        """Ternary-like tables: the entries in the order a lookup tries them (lowest
+        priority value first, then lowest handle slot); other tables: slot order."""
+        return list(self._sorted) if self.needs_priority else self.entries()
 
     def entries(self) -> list[Entry]:
         return [e for e in self._slots if e is not None]   # slot order, as BMv2 iterates handles
@@ -389,6 +397,7 @@ class Table:
         self._slots[slot] = e
         self._count += 1
         self._index(e)
+        self.version += 1
         return handle
 
     def _check_duplicate(self, match, priority):
@@ -477,6 +486,7 @@ class Table:
         e.action, e.args = action, args
         e.result = (True, action, args, e)
         self._index(e)
+        self.version += 1
 
     def delete(self, handle: int):
         self._mutable("table_delete")
@@ -487,6 +497,7 @@ class Table:
         heappush(self._free, slot)
         self._versions[slot] = (self._versions[slot] + 1) & 0xFF
         self._count -= 1
+        self.version += 1
 
     def _clear_indexes(self):
         self._exact = {}
@@ -508,6 +519,7 @@ class Table:
         self._free = list(range(len(self._slots)))   # sorted, hence a valid heap
         self._count = 0
         self._clear_indexes()
+        self.version += 1
 
     def set_default(self, action_name: str, args=()):
         if self.const_default:
@@ -522,11 +534,13 @@ class Table:
         args = self._check_args(action, args)
         self.default_action, self.default_args = action, args
         self._miss = (False, action, args, None)
+        self.version += 1
 
     def reset_default(self):
         action, args = self._initial_default
         self.default_action, self.default_args = action, args
         self._miss = (False, action, args, None)
+        self.version += 1
 
     def reset(self):
         """reset_state: runtime entries go, the program's default returns.

@@ -38,8 +38,9 @@ def _matches(pattern: str, data: bytes) -> bool:
 
 
 class Case:
-    def __init__(self, path):
+    def __init__(self, path, compiled: bool = False):
         self.path = path
+        self.compiled = compiled     # run the packets on the compiled data path (softswitch.native)
         self.sw = None
         self.api = None
         self.defines = {}
@@ -77,6 +78,9 @@ class Case:
             if self.sw is None:
                 log = _ListLog(self.logged)
                 self.sw = Switch.from_file(str(program), self.defines or None, log=log)
+                if self.compiled:
+                    from softswitch.native.switch import CompiledSwitch
+                    self.sw = CompiledSwitch(self.sw)   # Unsupported: the caller skips the case
                 self.api = RuntimeAPI(self.sw.state)
             if word == "cmd":
                 reply = self.api.execute(rest)
@@ -139,6 +143,24 @@ class _ListLog:
 @pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])
 def test_stf_case(path):
     Case(path).run()
+
+
+# The cases whose programs the compiled data path supports: the list can only grow, so a
+# regression in the compiled path cannot hide behind a skip.
+COMPILED_CASES = {"const_entries", "forward"}
+
+
+@pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])
+def test_stf_case_compiled(path):
+    from softswitch.native.cgen_types import Unsupported
+    try:
+        Case(path, compiled=True).run()
+    except Unsupported as e:
+        assert path.stem not in COMPILED_CASES, f"{path.stem} no longer compiles: {e}"
+        pytest.skip(f"the compiled data path does not support {e.construct}: "
+                    f"this program runs on the Python path")
+    else:
+        assert path.stem in COMPILED_CASES, f"{path.stem} now compiles: add it to COMPILED_CASES"
 
 
 def test_a_wrong_expectation_fails():

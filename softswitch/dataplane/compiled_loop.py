@@ -1,0 +1,49 @@
+"""The switch loop when the packets run on the compiled data path.
+
+The ports are read and written by the C loop (softswitch.native.packet_loop); the Python
+selector keeps everything else (control connections, the P4Runtime bridge, the signal
+wake-up socket). Each round hands the C loop the selector's fds as wake-ups: when one is
+readable the C loop returns, the Python handlers run (a table change included), and the
+next batch sees their effect. Port counters (rx_packets, tx_packets, ...) are added to
+the Port objects after every round, so the stopping line and --stats-file read as on the
+Python path; rx_socket_drops comes from the kernel through the same sockets.
+"""
+from __future__ import annotations
+
+from softswitch.dataplane.loop import SwitchLoop
+from softswitch.native.packet_loop import NativePacketLoop
+
+ROUND_MS = 50     # the longest the C loop runs without looking at the stop flag
+
+
+class CompiledSwitchLoop(SwitchLoop):
+    def __init__(self, compiled, ports: dict, **kw):
+        super().__init__(compiled.process, ports, **kw)
+        if self.linkem is not None or self.pcaps is not None or self.trace:
+            raise ValueError("link emulation, pcap and --trace need the Python packet loop")
+        for port in ports.values():          # the C loop reads the ports, not the selector
+            self.selector.unregister(port)
+        self.native = NativePacketLoop(compiled, [
+            (p.fileno(), n, p.max_frame, p.kernel_ignores_outgoing) for n, p in ports.items()])
+
+    def run_once(self, max_wait: float | None = None) -> None:
+        timeout_ms = ROUND_MS if max_wait is None else max(0, min(ROUND_MS, int(max_wait * 1000)))
+        wake = [key.fd for key in self.selector.get_map().values()]
+        woke = self.native.run(wake, timeout_ms)
+        self._take_counters()
+        if woke:
+            for key, mask in self.selector.select(0):
+                key.data(mask)
+
+    def _take_counters(self) -> None:
+        counts, unknown = self.native.take_counters()
+        self.tx_unknown_port += unknown
+        for number, c in counts.items():
+            port = self.ports[number]
+            self.packets_in += c["rx_packets"]
+            for name, n in c.items():
+                setattr(port, name, getattr(port, name) + n)
+
+    def close(self) -> None:
+        self.native.close()
+        super().close()

@@ -1,0 +1,245 @@
+"""A whole v1model program to one C source file, or `Unsupported` naming the first construct
+the compiled path lacks.
+
+    generate(program, state) -> CProgram(source, tables)
+
+`state` is the SwitchState the Python compiler built for the same program: the C tables
+are numbered here and mirror.py copies each Python table into its C slot (CProgram.tables
+says which, with the action order of the C switch). Layout of the source:
+
+    #include "ssrt.h"            tables, PRE, bit helpers, checksum
+    typedefs of the P4 types; ss_pkt (headers, metadata, standard_metadata, control locals)
+    #include "ss_ctx.h"          the switch context
+    actions, parser, controls, deparser, gen_init_tables
+    #include "ss_switch.c"       simple_switch's pipeline order and the exported API
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import softswitch.frontend.p4ast as A
+from softswitch.native.cgen_body import CBody
+from softswitch.native.cgen_parser import DeparserC, ParserC
+from softswitch.native.cgen_types import CTypes, Unsupported, is_aggregate, scalar_width
+
+SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+MAX_KEYS = 8        # ssrt.h SS_MAX_KEYS
+MAX_ARGS = 8        # ssrt.h SS_MAX_ARGS
+KIND_C = {"exact": "SS_EXACT", "lpm": "SS_LPM", "ternary": "SS_TERNARY"}
+
+
+@dataclass
+class TableInfo:
+    index: int              # slot in ss_ctx.tables
+    table: object           # the Python runtime Table it mirrors
+    actions: list           # runtime action names, in the order of the C action indexes
+    kind: str               # exact | lpm | ternary (the lookup structure)
+
+
+@dataclass
+class CProgram:
+    source: str
+    tables: list            # [TableInfo]
+
+
+class ProgramGen:
+    def __init__(self, program: A.Program, state):
+        self.p = program
+        self.state = state
+        self.types = CTypes()
+        self._ids = itertools.count()
+        self.errors = list(program.errors)
+        self.tables: dict = {}           # (control name, table name) -> TableInfo
+        self._decls: dict = {}           # (control name, table name) -> TableDecl
+        self._actions: dict = {}         # (control name, runtime name) -> C function name
+        self.action_defs: list[str] = []
+        self.prototypes: list[str] = []
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids)}"
+
+    def error_code(self, name) -> int:
+        if isinstance(name, int):
+            return name
+        if name not in self.errors:
+            self.errors.append(name)
+        return self.errors.index(name)
+
+    # ------------------------------------------------------------ tables
+    def add_tables(self, ctl: A.ControlDecl):
+        for t in ctl.locals:
+            if not isinstance(t, A.TableDecl):
+                continue
+            if t.counters:
+                raise Unsupported(f"direct counter {t.counters} on table {t.name}", t.loc)
+            if t.meters:
+                raise Unsupported(f"direct meter {t.meters} on table {t.name}", t.loc)
+            if len(t.keys) > MAX_KEYS:
+                raise Unsupported(f"table {t.name} with more than {MAX_KEYS} keys", t.loc)
+            kinds = [k.match_kind for k in t.keys]
+            for k in t.keys:
+                if k.match_kind not in ("exact", "lpm", "ternary", "optional"):
+                    raise Unsupported(f"{k.match_kind} match key {k.name} of table {t.name}", t.loc)
+                scalar_width(k.expr.type, k.expr.loc)
+            kind = "ternary" if ("ternary" in kinds or "optional" in kinds) else \
+                "lpm" if "lpm" in kinds else "exact"
+            table = self.state.tables[t.runtime_name or f"{ctl.name}.{t.name}"]
+            names = [a.action.runtime_name or a.action.name for a in t.actions]
+            info = TableInfo(len(self.tables), table, names, kind)
+            self.tables[(ctl.name, t.name)] = info
+            self._decls[(ctl.name, t.name)] = t
+
+    def table_decl(self, ctl, target) -> A.TableDecl:
+        key = (ctl.name if ctl is not None else "", target.name)
+        if key not in self._decls:
+            raise Unsupported(f"apply of {target.name} outside its control", target.loc)
+        return self._decls[key]
+
+    def table_info(self, ctl, tdecl) -> TableInfo:
+        return self.tables[(ctl.name, tdecl.name)]
+
+    def action_index(self, tdecl: A.TableDecl, label, loc) -> int:
+        name = label if isinstance(label, str) else getattr(label, "name", str(label))
+        for i, ref in enumerate(tdecl.actions):
+            a = ref.action
+            if name in (a.name, a.runtime_name) or (a.runtime_name or "").endswith("." + name):
+                return i
+        raise Unsupported(f"switch label {name} that is not an action of table {tdecl.name}", loc)
+
+    def init_tables(self) -> list[str]:
+        out = ["static void gen_init_tables(ss_ctx *x)", "{", "    (void)x;"]
+        for (ctl, name), info in self.tables.items():
+            t = self._decls[(ctl, name)]
+            i = info.index
+            out.append(f"    x->tables[{i}].kind = {KIND_C[info.kind]};  /* {info.table.name} */")
+            out.append(f"    x->tables[{i}].nkeys = {len(t.keys)};")
+            for j, k in enumerate(t.keys):
+                if k.match_kind == "lpm":
+                    out.append(f"    x->tables[{i}].lpm_key = {j};")
+                    out.append(f"    x->tables[{i}].lpm_width = {scalar_width(k.expr.type)};")
+        return out + ["}"]
+
+    # ------------------------------------------------------------ actions
+    def action_fn(self, ctl, decl: A.ActionDecl, loc=None) -> str:
+        ctl_name = ctl.name if isinstance(ctl, A.ControlDecl) else ""
+        key = (ctl_name, decl.runtime_name or decl.name)
+        if key in self._actions:
+            return self._actions[key]
+        if any(p.direction for p in decl.params):
+            raise Unsupported(f"action {decl.name} with in/out/inout parameters", decl.loc)
+        if len(decl.params) > MAX_ARGS:
+            raise Unsupported(f"action {decl.name} with more than {MAX_ARGS} parameters", decl.loc)
+        fn = self.fresh(f"a_{decl.name}_")
+        self._actions[key] = fn
+        params = dict(self.ctl_params.get(ctl_name, {}))
+        params.update({p.name: f"p_{p.name}" for p in decl.params})
+        g = CBody(self, ctl if isinstance(ctl, A.ControlDecl) else None, params,
+                  exit_code="return 1;", return_code="return 0;")
+        g.ctl_locals = self.ctl_locals.get(ctl_name, {})
+        for i, p in enumerate(decl.params):
+            scalar_width(p.type, decl.loc)
+            g.line(f"uint64_t p_{p.name} = args[{i}];")
+        g.block(decl.body)
+        sig = f"static int {fn}(ss_ctx *x, ss_pkt *c, const uint64_t *args)"
+        self.prototypes.append(sig + ";")
+        self.action_defs += [f"{sig}  /* action {key[1]} */", "{", "    (void)x; (void)c; (void)args;"] + \
+            g.lines + ["    return 0;", "}", ""]
+        return fn
+
+    # ------------------------------------------------------------ the program
+    def slot_params(self) -> dict:
+        """P4 parameter names of each block -> the C expression of the packet's object."""
+        p = self.p
+        missing = [s for s in SLOTS if s not in p.main]
+        if missing:
+            raise Unsupported(f"a V1Switch without {missing[0]}")
+        parser = p.parsers[p.main["parser"]]
+        hdr_t, meta_t, sm_t = (q.type for q in parser.params[1:4])
+        out = {"parser": {q.name: role for q, role in zip(parser.params[1:4], ("c->hdr", "c->meta", "c->sm"))}}
+        positions = {"verify_checksum": (hdr_t, meta_t), "compute_checksum": (hdr_t, meta_t),
+                     "ingress": (hdr_t, meta_t, sm_t), "egress": (hdr_t, meta_t, sm_t)}
+        for slot, want in positions.items():
+            ctl = p.controls[p.main[slot]]
+            out[slot] = {}
+            for q, t, role in zip(ctl.params, want, ("c->hdr", "c->meta", "c->sm")):
+                if q.type != t:
+                    raise Unsupported(f"control {ctl.name} parameter {q.name} of another type than the parser's", ctl.loc)
+                out[slot][q.name] = role
+        dep = p.controls[p.main["deparser"]]
+        out["deparser"] = {q.name: "c->hdr" for q in dep.params[1:2]}
+        return out
+
+    def check_locals(self, ctl):
+        for d in ctl.locals:
+            if isinstance(d, A.InstanceDecl):
+                raise Unsupported(f"extern {d.type.name} {d.name}", d.loc)
+
+    def generate(self) -> CProgram:
+        p = self.p
+        params = self.slot_params()
+        parser = p.parsers[p.main["parser"]]
+        hdr_t, meta_t, sm_t = (q.type for q in parser.params[1:4])
+        if not (isinstance(sm_t, A.StructT) and sm_t.name == "standard_metadata_t"):
+            raise Unsupported("a parser whose fourth parameter is not standard_metadata_t", parser.loc)
+        hdr_c, meta_c, sm_c = (self.types.cname(t, parser.loc) for t in (hdr_t, meta_t, sm_t))
+        self.ctl_params, self.ctl_locals = {}, {}
+        local_members = []
+        for slot in ("verify_checksum", "ingress", "egress", "compute_checksum", "deparser"):
+            ctl = p.controls[p.main[slot]]
+            self.check_locals(ctl)
+            self.ctl_params[ctl.name] = params[slot]
+            if slot != "deparser":
+                self.add_tables(ctl)
+            names = {}
+            for d in ctl.locals:
+                if isinstance(d, A.VarDecl):
+                    names[d.name] = f"c->L_{slot}.v_{d.name}"
+                    local_members.append((slot, d))
+            self.ctl_locals[ctl.name] = names
+
+        body: list[str] = []
+        body += ParserC(self, parser, params["parser"]).gen() + [""]
+        for slot, fname in (("verify_checksum", "gen_verify"), ("ingress", "gen_ingress"),
+                            ("egress", "gen_egress"), ("compute_checksum", "gen_compute")):
+            body += self.control(p.controls[p.main[slot]], slot, params[slot], fname) + [""]
+        dep = DeparserC(self, p.controls[p.main["deparser"]], params["deparser"])
+        body += dep.gen() + [""]
+
+        pkt = ["typedef struct {", f"    {hdr_c} hdr;", f"    {meta_c} meta;", f"    {sm_c} sm;"]
+        for slot in ("verify_checksum", "ingress", "egress", "compute_checksum"):
+            decls = [d for s, d in local_members if s == slot]
+            if decls:
+                pkt.append("    struct {")
+                pkt += [f"        {self.types.cname(d.type, d.loc)} v_{d.name};" for d in decls]
+                pkt.append(f"    }} L_{slot};")
+        pkt.append("} ss_pkt;")
+        head = ["/* generated by softswitch.native from the P4 program: do not edit */",
+                '#include "ssrt.h"', ""] + self.types.lines + pkt + [
+                f"#define SS_NTABLES {len(self.tables)}", f"#define SS_HDR_MAX {dep.max_bytes}",
+                '#include "ss_ctx.h"', ""]
+        src = head + self.prototypes + [""] + self.action_defs + body + self.init_tables() + \
+            ["", '#include "ss_switch.c"', ""]
+        tables = sorted(self.tables.values(), key=lambda i: i.index)
+        return CProgram("\n".join(src), tables)
+
+    def control(self, ctl: A.ControlDecl, slot: str, params: dict, fname: str) -> list[str]:
+        g = CBody(self, ctl, params, exit_code="goto L_exit;", return_code="goto L_exit;")
+        g.ctl_locals = self.ctl_locals[ctl.name]
+        if g.ctl_locals:
+            g.line(f"memset(&c->L_{slot}, 0, sizeof c->L_{slot});")
+        for d in ctl.locals:
+            if isinstance(d, A.VarDecl) and d.init is not None:
+                if isinstance(d.init, A.ListExpr):
+                    raise Unsupported("initialisation from a list expression", d.loc)
+                if not is_aggregate(d.type):
+                    scalar_width(d.type, d.loc)
+                g.line(f"{g.ctl_locals[d.name]} = {g.expr(d.init)};")
+        g.block(ctl.body)
+        return [f"static void {fname}(ss_ctx *x, ss_pkt *c)  /* control {ctl.name} */", "{",
+                "    (void)x; (void)c;"] + g.lines + ["L_exit: __attribute__((unused));", "}"]
+
+
+def generate(program: A.Program, state) -> CProgram:
+    """The C source of `program` (its tables numbered against `state`), or Unsupported."""
+    return ProgramGen(program, state).generate()

@@ -1,0 +1,129 @@
+"""CompiledSwitch: a program's compiled pipeline, driven like softswitch.target.switch.Switch.
+
+    sw = Switch.from_file("p4/forward.p4")     # the Python path: program, SwitchState
+    csw = CompiledSwitch(sw)                    # Unsupported / BuildError when it cannot
+    csw.process(1, frame)                       # [(port, bytes)], as Switch.process
+    csw.state is sw.state                       # the one state the control plane changes
+
+`compile_switch(sw, log)` is what the switch process calls: the CompiledSwitch, or None
+after logging the one line that names why the program stays on the Python path.
+"""
+from __future__ import annotations
+
+import ctypes
+import time
+
+from softswitch.native.build import BuildError, load_library
+from softswitch.native.cgen_program import generate
+from softswitch.native.cgen_types import Unsupported
+from softswitch.native.mirror import StateMirror, declare
+from softswitch.target.switch import STAT_KEYS
+
+# ssrt.h's ss_stats, in its order
+C_STATS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_errors", "oversized",
+           "multicast_copies", "errors")
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in C_STATS]
+
+
+class _Frame(ctypes.Structure):
+    _fields_ = [("port", ctypes.c_int32), ("off", ctypes.c_uint32), ("len", ctypes.c_uint32)]
+
+
+class _Out(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("cap", ctypes.c_size_t), ("used", ctypes.c_size_t),
+                ("frames", ctypes.POINTER(_Frame)), ("n", ctypes.c_int), ("fcap", ctypes.c_int)]
+
+
+def _declare(lib) -> None:
+    declare(lib)
+    lib.ss_new.restype = ctypes.c_void_p
+    lib.ss_new.argtypes = ()
+    lib.ss_delete.restype = None
+    lib.ss_delete.argtypes = (ctypes.c_void_p,)
+    lib.ss_stats_of.restype = ctypes.POINTER(_Stats)
+    lib.ss_stats_of.argtypes = (ctypes.c_void_p,)
+    lib.ss_out_of.restype = ctypes.POINTER(_Out)
+    lib.ss_out_of.argtypes = (ctypes.c_void_p,)
+    lib.ss_process.restype = ctypes.c_int
+    lib.ss_process.argtypes = (ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64)
+    lib.ss_process_rounds.restype = ctypes.c_uint64
+    lib.ss_process_rounds.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
+                                      ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_uint32),
+                                      ctypes.c_uint64, ctypes.c_uint64)
+
+
+class CompiledSwitch:
+    def __init__(self, switch):
+        """Raises Unsupported (the construct) or BuildError (the compiler's output)."""
+        self.switch = switch
+        self.state = switch.state
+        self.program = switch.program
+        self.log = switch.log
+        self.cprogram = generate(switch.program, switch.state)
+        self.lib = lib = load_library(self.cprogram.source)
+        _declare(lib)
+        self.ctx = lib.ss_new()
+        if not self.ctx:
+            raise MemoryError("the compiled data path could not allocate its switch context")
+        self._stats = lib.ss_stats_of(self.ctx).contents
+        self._out = lib.ss_out_of(self.ctx).contents
+        self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre)
+        self.mirror.sync()
+
+    @property
+    def stats(self) -> dict:
+        """Switch.stats' keys; those the compiled path cannot produce stay 0."""
+        out = {k: 0 for k in STAT_KEYS}
+        for name in C_STATS:
+            out[name] = getattr(self._stats, name)
+        return out
+
+    def process(self, port: int, data: bytes, now_us: int | None = None) -> list[tuple[int, bytes]]:
+        self.mirror.sync()
+        if now_us is None:
+            now_us = time.monotonic_ns() // 1000
+        data = bytes(data)
+        n = self.lib.ss_process(self.ctx, port, data, len(data), now_us)
+        if n == 0:
+            return []
+        o = self._out
+        base = o.buf
+        frames = o.frames
+        return [(frames[i].port, ctypes.string_at(base + frames[i].off, frames[i].len)) for i in range(n)]
+
+    def process_rounds(self, packets, rounds: int, now_us: int = 0) -> int:
+        """Run [(port, bytes)] `rounds` times in C (outputs discarded): the in-process
+        benchmark's loop. Returns the number of output frames."""
+        self.mirror.sync()
+        n = len(packets)
+        ports = (ctypes.c_int32 * n)(*[p for p, _ in packets])
+        datas = (ctypes.c_char_p * n)(*[bytes(d) for _, d in packets])
+        lens = (ctypes.c_uint32 * n)(*[len(d) for _, d in packets])
+        return self.lib.ss_process_rounds(self.ctx, n, ports, datas, lens, now_us, rounds)
+
+    def close(self) -> None:
+        if self.ctx:
+            self.lib.ss_delete(self.ctx)
+            self.ctx = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:   # interpreter shutdown: the library may be gone already
+            pass
+
+
+def compile_switch(switch, log):
+    """The CompiledSwitch of `switch`'s program, or None after one log line saying why the
+    program runs on the Python path."""
+    try:
+        return CompiledSwitch(switch)
+    except Unsupported as e:
+        where = f" at {e.loc}" if e.loc.line else ""
+        log.info("datapath: python (the compiled path does not support %s%s)", e.construct, where)
+    except BuildError as e:
+        log.warning("datapath: python (building the compiled path failed: %s)", e)
+    return None
