@@ -397,7 +397,53 @@ class CBody:
     def method_stmt(self, e):
         tt = e.target.type
         owner = tt.name if isinstance(tt, A.ExternT) else type_name(tt)
+        if owner == "register" and e.method in ("read", "write"):
+            return self.register_access(e)
+        if owner == "counter" and e.method == "count":
+            return self.counter_count(e)
         raise Unsupported(f"{owner}.{e.method}()", e.loc)
+
+    # ------------------------------------------------------------ registers and counters
+    # The index rule is the Python path's (codegen_v1model.py) and BMv2's: an index at or
+    # beyond the declared size reads 0, and a write or count there does nothing. Indexes
+    # are unsigned (scalar_width refuses int<W>), so one comparison decides.
+    def _index(self, ix) -> str:
+        if has_apply(ix):
+            raise Unsupported("table apply inside an extern index", ix.loc)
+        if isinstance(ix, A.Literal) and isinstance(ix.value, int) and not isinstance(ix.value, bool):
+            if not 0 <= ix.value <= MASK64:
+                raise Unsupported(f"extern index {ix.value}", ix.loc)
+            return f"{ix.value:#x}ULL"      # gcc folds the range check away
+        scalar_width(ix.type, ix.loc)
+        v = self.tmp("_i")
+        self.line(f"uint64_t {v} = {self.expr(ix)};")
+        return v
+
+    def register_access(self, e):
+        info = self.prog.extern(self.ctl, e.target)
+        cells = f"(({info.ctype} *)x->ext[{info.slot}])"
+        self.line("{")
+        self.ind += 1
+        if e.method == "read":
+            out, ix = e.args
+            i = self._index(ix)
+            self.assign(out, f"({i} < {info.size}ULL ? (uint64_t){cells}[{i}] : 0)")
+        else:
+            ix, val = e.args
+            i = self._index(ix)
+            self.line(f"if ({i} < {info.size}ULL) {cells}[{i}] = ({info.ctype})({self.expr(val)});")
+        self.ind -= 1
+        self.line("}")
+
+    def counter_count(self, e):
+        info = self.prog.extern(self.ctl, e.target)
+        self.line("{")
+        self.ind += 1
+        i = self._index(e.args[0])
+        self.line(f"if ({i} < {info.size}ULL) {{ ((uint64_t *)x->ext[{info.slot}])[{i}]++; "
+                  f"((uint64_t *)x->ext[{info.slot + 1}])[{i}] += c->_plen; }}")
+        self.ind -= 1
+        self.line("}")
 
     # ------------------------------------------------------------ actions and tables
     def call_action(self, decl: A.ActionDecl, args, loc):

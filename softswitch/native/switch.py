@@ -49,6 +49,8 @@ def _declare(lib) -> None:
     lib.ss_out_of.argtypes = (ctypes.c_void_p,)
     lib.ss_process.restype = ctypes.c_int
     lib.ss_process.argtypes = (ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64)
+    lib.ss_ext_bind.restype = ctypes.c_int
+    lib.ss_ext_bind.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
     lib.ss_process_rounds.restype = ctypes.c_uint64
     lib.ss_process_rounds.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int32),
                                       ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_uint32),
@@ -70,8 +72,28 @@ class CompiledSwitch:
             raise MemoryError("the compiled data path could not allocate its switch context")
         self._stats = lib.ss_stats_of(self.ctx).contents
         self._out = lib.ss_out_of(self.ctx).contents
+        self._bind_externs()
         self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre)
         self.mirror.sync()
+
+    def _bind_externs(self) -> None:
+        """Registers and counters: one copy of the cells, owned by the Python objects. Each
+        adopts a ctypes array (its current values copied in) as its storage and C borrows a
+        pointer to it, so CLI/P4Runtime reads and writes and the packets see one memory, in
+        both directions, with nothing to synchronise. The Python path keeps plain lists
+        (its speed is unchanged); only a program running here switches to arrays."""
+        ctypes_of = {"uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16,
+                     "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64}
+        for info in self.cprogram.externs:
+            if info.kind == "register":
+                arrays = [(ctypes_of[info.ctype] * info.size)()]
+                info.obj.adopt(*arrays)
+            else:
+                arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
+                info.obj.adopt(*arrays)
+            for k, cells in enumerate(arrays):
+                if self.lib.ss_ext_bind(self.ctx, info.slot + k, ctypes.addressof(cells)) != 0:
+                    raise RuntimeError(f"extern slot {info.slot + k} of {info.obj.name} does not exist in C")
 
     @property
     def stats(self) -> dict:

@@ -2,7 +2,10 @@
 
 Plain objects, no locking: one thread runs both packets and control. The
 compiled pipeline reads them directly (``Register.values``,
-``Counter.packets``/``.bytes``, ``Table.lookup``, ``PRE.replicas``); the
+``Counter.packets``/``.bytes``, ``Table.lookup``, ``PRE.replicas``). Register and
+counter cells are Python lists, except when the compiled data path (softswitch.native)
+runs the program: then they are C-visible arrays it hands over with ``adopt``, which
+both sides use in place; the
 runtime (softswitch.control.commands) changes them through the methods here, which validate
 and raise ``StateError``/``TableError`` with a message naming the problem.
 
@@ -73,6 +76,16 @@ class Register:
         # in place: compiled code may hold a reference to the list
         self.values[:] = [0] * self.size
 
+    def adopt(self, cells) -> None:
+        """Make `cells` (a mutable sequence of `size` ints, e.g. a ctypes array the compiled
+        data path reads and writes) this register's storage, current values copied in.
+        From then on the control plane and the packets share the cells: nothing is copied
+        and nothing goes stale. `values` is never rebound after this (reset is in place)."""
+        if len(cells) != self.size:
+            raise ValueError(f"register {self.name}: storage of {len(cells)} cells for size {self.size}")
+        cells[:] = self.values
+        self.values = cells
+
 
 # ---------------------------------------------------------------- counters
 class Counter:
@@ -104,6 +117,15 @@ class Counter:
         for i in range(self.size):
             self.packets[i] = 0
             self.bytes[i] = 0
+
+    def adopt(self, packets, nbytes) -> None:
+        """Register.adopt for the two cell arrays (packets, bytes), current counts copied in."""
+        for cells in (packets, nbytes):
+            if len(cells) != self.size:
+                raise ValueError(f"counter {self.name}: storage of {len(cells)} cells for size {self.size}")
+        packets[:] = self.packets
+        nbytes[:] = self.bytes
+        self.packets, self.bytes = packets, nbytes
 
 
 class DirectCounter:

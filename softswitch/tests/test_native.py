@@ -21,7 +21,7 @@ FORWARD = ROOT / "p4" / "forward.p4"
 
 
 @pytest.mark.parametrize("program,construct", [
-    ("reg_counter.p4", "extern register pkt_reg"),
+    ("reg_counter.p4", "extern direct_counter fwd_counter"),
     ("misc.p4", "header stack"),
     ("ops.p4", "int<8> (signed integers)"),
     ("pre.p4", "extern function clone"),
@@ -43,7 +43,7 @@ def test_fallback_logs_one_line_naming_the_construct(caplog):
         assert compile_switch(sw, log) is None
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1
-    assert lines[0].startswith("datapath: python (the compiled path does not support extern register pkt_reg at ")
+    assert lines[0].startswith("datapath: python (the compiled path does not support extern direct_counter fwd_counter at ")
     assert "reg_counter.p4:" in lines[0]
 
 

@@ -140,4 +140,4 @@ def test_datapath_choice(caplog):
         assert c is None and err is None
     reg = Switch.from_file(str(ROOT / "softswitch/tests/programs/reg_counter.p4"), log=log)
     c, err = _choose_datapath(parse_args(["x.p4", "--datapath", "compiled"]), reg)
-    assert c is None and "extern register pkt_reg" in err and "--datapath auto" in err
+    assert c is None and "extern direct_counter fwd_counter" in err and "--datapath auto" in err

@@ -1,6 +1,9 @@
 /* softswitch compiled data path: one switch instance (included by the generated source
- * after its types: ss_pkt, SS_NTABLES). Everything a packet touches lives here, so two
- * switches running the same program in one process share nothing. */
+ * after its types: ss_pkt, SS_NTABLES, SS_NEXT). Everything a packet touches lives here,
+ * so two switches running the same program in one process share nothing; the one
+ * exception is ext: register and counter cells, which the Python Register/Counter
+ * objects own (arrays they adopt as their storage) and this context borrows, so the
+ * control plane and the packets change the same memory (see ss_ext_bind). */
 #ifndef SS_CTX_H
 #define SS_CTX_H
 
@@ -10,6 +13,7 @@ typedef struct ss_ctx {
     ss_stats stats;
     ss_out out;
     ss_pkt pkt, copy;            /* the packet in flight; a multicast copy */
+    void *ext[SS_NEXT > 0 ? SS_NEXT : 1];   /* register / counter cell arrays (borrowed) */
 } ss_ctx;
 
 #endif

@@ -52,6 +52,7 @@ static int ss_run_packet(ss_ctx *x, uint32_t port, const uint8_t *data, uint32_t
     p->sm.f_ingress_port = port;
     p->sm.f_instance_type = SS_NORMAL;
     p->sm.f_packet_length = len;
+    p->_plen = len;
     p->sm.f_ingress_global_timestamp = now;
     uint32_t off = gen_parse(x, p, data, len);
     if (p->sm.f_parser_error)
@@ -113,6 +114,19 @@ SS_API ss_pre *ss_pre_of(ss_ctx *x) { return &x->pre; }
 SS_API ss_stats *ss_stats_of(ss_ctx *x) { return &x->stats; }
 SS_API ss_out *ss_out_of(ss_ctx *x) { return &x->out; }
 SS_API int ss_table_count(void) { return SS_NTABLES; }
+SS_API int ss_ext_count(void) { return SS_NEXT; }
+
+/* Lend the context the cell array of extern slot i (a register's cells, a counter's
+ * packets or bytes): generated code indexes it with the declared size checked, so the
+ * array must hold that many cells of the generated element type and outlive the context
+ * (the Python object that adopted it keeps it). Returns -1 for a slot that does not exist. */
+SS_API int ss_ext_bind(ss_ctx *x, int i, void *cells)
+{
+    if (i < 0 || i >= SS_NEXT)
+        return -1;
+    x->ext[i] = cells;
+    return 0;
+}
 
 /* One frame; its outputs replace what x->out held. */
 SS_API int ss_process(ss_ctx *x, int32_t port, const uint8_t *data, uint32_t len, uint64_t now)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define SS_MAX_KEYS 8          /* key fields per table */
-#define SS_MAX_ARGS 8          /* directionless parameters per action */
+#define SS_MAX_ARGS 16         /* directionless parameters per action */
 #define SS_MAX_PACKET 65535    /* larger input frames are dropped (oversized) */
 #define SS_DROP_PORT 511
 
