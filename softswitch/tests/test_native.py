@@ -137,3 +137,102 @@ def test_oversized_and_truncated_frames_count_as_on_the_python_path():
         assert csw.process(1, f, 5) == py.process(1, f, 5) == []
     assert csw.stats == py.stats
     assert csw.stats["oversized"] == 1 and csw.stats["parser_errors"] == 3
+
+
+# ------------------------------------------------------------------ register and counter cells
+REG_CELLS = PROGRAMS / "reg_cells.p4"
+
+
+def _reg_frame(index: int, dst: int = 3, src: int = 3) -> bytes:
+    """A 60-byte frame. reg_cells.p4 indexes r8/r9/r48 and the counter with etherType[4:0]; it sends out
+    r48's old value in srcAddr and r9's in etherType."""
+    return dst.to_bytes(6, "big") + src.to_bytes(6, "big") + (0x0800 | index).to_bytes(2, "big") + bytes(46)
+
+
+def test_control_plane_and_packets_share_the_cells():
+    sw = Switch.from_file(str(REG_CELLS))
+    api = RuntimeAPI(sw.state)
+    api.execute("register_write r48 4 1000")          # before the compiled path exists
+    csw = CompiledSwitch(sw)
+    (port, out), = csw.process(1, _reg_frame(4, dst=5))
+    assert int.from_bytes(out[6:12], "big") == 1000, "a value written before start-up is kept"
+    assert api.execute("register_read r48 4") == "r48[4]= 1005", "the packet's write is read back"
+    api.execute("register_write r48 4 77")
+    (_, out), = csw.process(1, _reg_frame(4))
+    assert int.from_bytes(out[6:12], "big") == 77, "a control-plane write reaches the next packet"
+    assert api.execute("counter_read seen 4") == "seen[4]= (120 bytes, 2 packets)"
+    assert api.execute("counter_read seen 3") == "seen[3]= (120 bytes, 2 packets)"
+    api.execute("reset_state")
+    (_, out), = csw.process(1, _reg_frame(4, dst=9))
+    assert int.from_bytes(out[6:12], "big") == 0, "reset_state zeroes the cells the packets use"
+    assert sw.state.register("r48").read(4) == 9
+    assert sw.state.counter("seen").read(4) == (1, 60)
+    api.execute("register_reset r48")
+    api.execute("counter_write seen 4 7 70")
+    csw.process(1, _reg_frame(4))
+    assert sw.state.register("r48").read(4) == 3 and sw.state.counter("seen").read(4) == (8, 130)
+
+
+def test_out_of_range_indexes_read_zero_and_write_nothing():
+    sw = Switch.from_file(str(REG_CELLS))
+    csw = CompiledSwitch(sw)
+    r48, seen = sw.state.register("r48"), sw.state.counter("seen")
+    for i in (16, 20, 31):                               # beyond r48's 16 and seen's 8 cells
+        (_, out), = csw.process(1, _reg_frame(i, dst=123))
+        assert int.from_bytes(out[6:12], "big") == 0
+    assert list(r48.values) == [0] * 16
+    assert list(seen.packets) == [0, 0, 0, 3, 0, 0, 0, 0], "only the constant index 3 counted"
+    x = 0
+    for _ in range(3):                                   # r64[src & 7 = 3] = r64[3] * K + 1
+        x = (x * 0x9E3779B97F4A7C15 + 1) % (1 << 64)
+    assert list(sw.state.register("r64").values) == [0, 0, 0, x], "64-bit cells wrap; index 9 untouched"
+    r9 = sw.state.register("r9")
+    r9.write(2, 500)
+    csw.process(1, _reg_frame(2))
+    assert r9.read(2) == 511, "bit<9> saturating add stays within the register's width"
+
+
+def test_register_storage_sizes_follow_the_width():
+    sw = Switch.from_file(str(REG_CELLS))
+    csw = CompiledSwitch(sw)
+    import ctypes
+    sizes = {name: ctypes.sizeof(r.values) // r.size for name, r in sw.state.registers.items()}
+    assert sizes == {"MyIngress.r8": 1, "MyIngress.r9": 2, "MyIngress.r48": 8, "MyIngress.r64": 8}
+    r64 = sw.state.register("r64")
+    r64.write(1, (1 << 64) - 1)
+    assert r64.read(1) == (1 << 64) - 1
+    with pytest.raises(ValueError, match="storage of 3 cells for size 4"):
+        r64.adopt([0, 0, 0])
+    csw.close()
+
+
+def test_register_adopt_copies_the_current_values():
+    from softswitch.runtime.state import Counter, Register
+    r = Register("r", 3, 8)
+    r.write(1, 300)                       # wraps to 44
+    cells = [9, 9, 9]
+    r.adopt(cells)
+    assert r.values is cells and cells == [0, 44, 0]
+    r.reset()
+    assert r.values is cells and cells == [0, 0, 0]
+    c = Counter("c", 2)
+    c.count(1, 60)
+    p, b = [5, 5], [5, 5]
+    c.adopt(p, b)
+    assert (c.packets, c.bytes) == ([0, 1], [0, 60]) and c.packets is p
+    with pytest.raises(ValueError):
+        c.adopt([0], [0, 0])
+
+
+@pytest.mark.parametrize("source,construct", [
+    ("register<int<8>>(4) r;", "register r of int<8> (signed integers)"),
+    ("meter(4, MeterType.packets) m;", "extern meter m"),
+])
+def test_other_extern_instances_are_refused_by_name(tmp_path, source, construct):
+    text = REG_CELLS.read_text().replace("counter(8, CounterType.packets_and_bytes) seen;",
+                                         "counter(8, CounterType.packets_and_bytes) seen;\n    " + source)
+    p = tmp_path / "x.p4"
+    p.write_text(text)
+    with pytest.raises(Unsupported) as e:
+        CompiledSwitch(Switch.from_file(str(p), include_dirs=[str(PROGRAMS)]))
+    assert e.value.construct == construct
