@@ -21,6 +21,7 @@ import struct
 import sys
 import time
 
+from softswitch.bench.frames import udp_frame
 from softswitch.target.switch import Switch
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,23 +30,6 @@ AGG_BENCH_P4 = os.path.join(REPO_ROOT, "softswitch", "tests", "programs", "agg_b
 AGG_UDP_PORT = 48879
 FANIN = 32   # 31 of 32 packets per slot take the read-add-write path
 SLOTS = 16
-
-
-def ipv4_checksum(h: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(h) // 2}H", h))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def udp_frame(dst_ip: bytes, src_ip: bytes, dport: int, payload: bytes, dst_mac: str = "02:00:00:00:01:01",
-              src_mac: str = "02:00:00:00:01:02", sport: int = 40000, ident: int = 1) -> bytes:
-    """Ethernet/IPv4/UDP frame (IPv4 checksum set, UDP checksum 0)."""
-    eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(src_mac.replace(":", "")) + b"\x08\x00"
-    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(payload), ident, 0, 64, 17, 0, src_ip, dst_ip)
-    ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
-    return eth + ip + udp + payload
 
 
 def forward_packets():
@@ -128,6 +112,21 @@ def measure_compiled_fwd(seconds: float = 1.0) -> float:
     return n / cpu / 1000.0
 
 
+def measure_aggregation_both(seconds: float = 1.0, ks=(32, 64), report=print) -> dict:
+    """p4/aggregation.p4 itself (the veth bench's workload: fan-in 1, every frame completes
+    its slot and is multicast) at each k on both data paths, side by side: {'aggK_p4':
+    kpps, 'aggK_p4_compiled': kpps} per CPU-second."""
+    from softswitch.bench.workloads import aggregation_workload, measure_workload_cpu
+    out = {}
+    for k in ks:
+        r = measure_workload_cpu(aggregation_workload(k), seconds)
+        out[f"agg{k}_p4"], out[f"agg{k}_p4_compiled"] = r["python"] / 1000.0, r["compiled"] / 1000.0
+        report(f"agg{k}_p4: p4/aggregation.p4 k={k}: python {r['python'] / 1000:.1f} kpps, compiled "
+               f"{r['compiled'] / 1000:.1f} kpps per CPU-second ({1e6 / r['compiled']:.2f} us CPU/packet, "
+               f"{r['compiled'] / r['python']:.0f}x)")
+    return out
+
+
 def workloads():
     return [("fwd", FORWARD_P4, None, forward_packets(), FORWARD_COMMANDS),
             ("agg32", AGG_BENCH_P4, {"K": "32"}, agg_packets(32), ()),
@@ -169,6 +168,7 @@ def main(argv=None):
     print(f"fwd_compiled: {res['fwd_compiled']:.1f} kpps per CPU-second "
           f"({1e3 / res['fwd_compiled']:.3f} us CPU/packet; the compiled data path, "
           f"{res['fwd_compiled'] / res['fwd']:.0f}x the Python path)")
+    res.update(measure_aggregation_both(a.seconds))
     print(" ".join(f"{k}_inproc_kpps={v:.1f}" for k, v in res.items()))
 
 

@@ -14,7 +14,10 @@ Measures, in one run on this machine:
 Rates through veths are measured under overload (the generator sends as fast as it can;
 the socket buffer drops what the switch cannot take), over a fixed window after a warm-up.
 Progress goes to stderr; the last line on stdout is
-`switch: fwd_inproc_kpps=... agg32_inproc_kpps=... agg64_inproc_kpps=... fwd_veth_ratio=... agg32_veth_ratio=...`,
+`switch: fwd_veth_kpps=... fwd_veth_kpps_compiled=... ... agg64_veth_kpps=... agg64_veth_kpps_compiled=...`
+(every workload, p4/forward.p4 and p4/aggregation.p4 at k=32 and 64, runs through the veths on
+both data paths, Python and compiled, in the same round; the `agg64_p4_inproc_kpps` pair is
+the same program in-process on both paths),
 followed, when `run.py bench switch` finds BMv2 (bench/bmv2_switch.py), by
 `bmv2_fwd_veth_kpps=... bmv2_agg32_veth_kpps=...` (and `bmv2nolog_...` for a logging-free
 build on PATH as simple_switch_nolog): the same veths, programs, entries and frames.
@@ -315,10 +318,15 @@ def print_profile(name: str, path: str, top: int = 15) -> None:
              "(cProfile inflates call overhead; read the shares):\n" + out.getvalue())
 
 
+# what other targets (BMv2) run: aggregation at k=64 is the softswitch's own figure
+OTHERS_WORKLOADS = ("fwd", "agg32")
+
+
 def measure_inproc() -> dict[str, float]:
-    from softswitch.bench.inproc import measure_compiled_fwd, measure_inproc as inproc
+    from softswitch.bench.inproc import measure_aggregation_both, measure_compiled_fwd, measure_inproc as inproc
     out = inproc()
     out["fwd_compiled"] = measure_compiled_fwd()
+    out.update(measure_aggregation_both(report=lambda m: None))
     return out
 
 
@@ -361,7 +369,7 @@ def main(argv=None, others: dict | None = None) -> int:
         for k, v in inproc.items():
             progress(f"  {k}: {v:.1f} kpps")
 
-    workloads = [forward_workload(), aggregation_workload(32)]
+    workloads = [forward_workload(), aggregation_workload(32), aggregation_workload(64)]
     bed = VethBed(f"xb{os.getpid() % 100000}")
     results: dict[str, float] = {}
     try:
@@ -375,10 +383,12 @@ def main(argv=None, others: dict | None = None) -> int:
                 pps = measure_switch(bed, wl, args, rnd)
                 results[wl.name] = max(results.get(wl.name, 0.0), pps)
                 progress(f"  round {rnd}: {wl.name} is {pps / results['relay']:.2f} of the best relay so far")
-                if wl.name == "fwd":      # the compiled data path, same bed, same round
-                    pps = measure_switch(bed, wl, args, rnd, "compiled", start_compiled)
-                    results["fwd_compiled"] = max(results.get("fwd_compiled", 0.0), pps)
+                # the compiled data path, same bed, same round
+                pps = measure_switch(bed, wl, args, rnd, "compiled", start_compiled)
+                results[f"{wl.name}_compiled"] = max(results.get(f"{wl.name}_compiled", 0.0), pps)
                 for label, start in others.items():
+                    if wl.name not in OTHERS_WORKLOADS:
+                        continue
                     key = f"{label}_{wl.name}"
                     results[key] = max(results.get(key, 0.0),
                                        measure_switch(bed, wl, args, rnd, label, start))
@@ -401,9 +411,13 @@ def main(argv=None, others: dict | None = None) -> int:
           f"fwd_compiled_veth_ratio={results['fwd_compiled'] / results['relay']:.2f} "
           f"fwd_inproc_kpps={f('fwd')} fwd_inproc_kpps_compiled={f('fwd_compiled')} agg32_inproc_kpps={f('agg32')} agg64_inproc_kpps={f('agg64')} "
           f"fwd_veth_ratio={results['fwd'] / results['relay']:.2f} "
-          f"agg32_veth_ratio={results['agg32'] / results['relay']:.2f}"
+          f"agg32_veth_ratio={results['agg32'] / results['relay']:.2f} "
+          f"agg32_veth_kpps={results['agg32'] / 1000:.1f} agg32_veth_kpps_compiled={results['agg32_compiled'] / 1000:.1f} "
+          f"agg64_veth_kpps={results['agg64'] / 1000:.1f} agg64_veth_kpps_compiled={results['agg64_compiled'] / 1000:.1f} "
+          f"agg64_compiled_vs_python={results['agg64_compiled'] / results['agg64']:.1f} "
+          f"agg64_p4_inproc_kpps={f('agg64_p4')} agg64_p4_inproc_kpps_compiled={f('agg64_p4_compiled')}"
           + "".join(f" {label}_{wl.name}_veth_kpps={results[f'{label}_{wl.name}'] / 1000:.1f}"
-                    for label in others for wl in workloads))
+                    for label in others for wl in workloads if wl.name in OTHERS_WORKLOADS))
     return 0
 
 
