@@ -271,6 +271,45 @@ def test_registers_and_counters_of_the_aggregation_program():
         s.stop()
 
 
+def test_p4runtime_reads_and_writes_the_cells_the_compiled_path_uses():
+    """aggregation.p4 on the compiled data path: a register written over P4Runtime is what
+    the next packet reads (its slot is at generation 5, so a generation 3 contribution is
+    stale), and the counter that packet bumped in C reads back over P4Runtime."""
+    from softswitch.control.commands import RuntimeAPI
+    from softswitch.native.switch import CompiledSwitch
+    from workers import agg_packet as ap
+    s = Served(AGG)
+    try:
+        csw = CompiledSwitch(s.switch)
+        api = RuntimeAPI(s.switch.state)
+        assert not api.execute("table_add MyIngress.agg_points MyIngress.agg_point 1 10.0.0.100 => "
+                               "1 0 4 2 1 0.0.0.0 0 0").startswith("Error")
+        c = s.connect()
+        info = s.service.p4info
+        gen_reg = next(x for x in info.registers if x.preamble.name == "MyIngress.r_gen")
+        u = p4rt.Update(type=p4rt.Update.MODIFY)
+        u.entity.register_entry.register_id = gen_reg.preamble.id
+        u.entity.register_entry.index.index = (2 << 1) | 1          # slot 2, shadow 1
+        u.entity.register_entry.data.bitstring = b"\x05"
+        c.write([u])
+        frame = ap.udp_frame("00:00:00:00:00:02", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.100",
+                             ap.encode(1, ap.DATA, 2, 3, 0, 0, 2, 0, [1] * 32))
+        assert csw.process(1, frame) == []
+        cq = p4rt.Entity()
+        cq.counter_entry.counter_id = next(x.preamble.id for x in info.counters
+                                           if x.preamble.name == "MyIngress.agg_events")
+        cq.counter_entry.index.index = 8                              # EV_STALE
+        [e] = c.read([cq])
+        assert (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count) == (1, len(frame))
+        q = p4rt.Entity()
+        q.register_entry.register_id, q.register_entry.index.index = gen_reg.preamble.id, 5
+        [e] = c.read([q])
+        assert e.register_entry.data.bitstring == b"\x05", "the stale packet changed nothing"
+        csw.close()
+    finally:
+        s.stop()
+
+
 def test_the_softswitch_process_serves_p4runtime_beside_the_cli(tmp_path):
     log = tmp_path / "s.log"
     proc = subprocess.Popen([sys.executable, "-m", "softswitch", str(FORWARD), "--thrift-port", "0",
