@@ -143,14 +143,7 @@ def agg_frame_source(templates: list[bytes]):
 def measure_workload_inproc(wl: Workload, seconds: float = 1.0) -> float:
     """pps of a veth workload's own program and frames with no sockets, so that its veth
     rate can be compared with the same pipeline's in-process rate."""
-    from softswitch.control.commands import RuntimeAPI
-    from softswitch.target.switch import Switch
-    sw = Switch.from_file(wl.program, defines=wl.defines)
-    api = RuntimeAPI(sw.state)
-    for c in wl.commands:
-        reply = api.execute(c)
-        if reply.startswith("Error"):
-            raise RuntimeError(f"{wl.name}: switch refused {c!r}: {reply}")
+    sw = _programmed_switch(wl)
     if wl.fresh_generations:
         source = agg_frame_source(wl.frames)
     else:
@@ -174,8 +167,6 @@ def measure_workload_inproc(wl: Workload, seconds: float = 1.0) -> float:
                 break
         best = max(best, n / (t - t0))
     return best
-
-
 
 
 def _programmed_switch(wl: Workload):
