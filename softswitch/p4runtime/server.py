@@ -22,7 +22,7 @@ import grpc
 
 from softswitch.p4runtime.errors import P4RuntimeError
 from softswitch.p4runtime.proto import code_pb2, method, p4rt, status_pb2
-from softswitch.p4runtime.service import BatchError, P4RuntimeService
+from softswitch.p4runtime.service import P4RuntimeService
 
 CALL_TIMEOUT_S = 60
 
@@ -198,5 +198,3 @@ class P4RuntimeServer:
             except Exception:   # the loop is gone (switch stopping): nobody to notify
                 pass
 
-
-__all__ = ["LoopBridge", "P4RuntimeServer", "BatchError"]

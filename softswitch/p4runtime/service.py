@@ -416,8 +416,7 @@ class P4RuntimeService:
             g = resp.entities.add().packet_replication_engine_entry.multicast_group_entry
             g.multicast_group_id = mgrp
             for port, rid in pre.replicas(mgrp):
-                r = g.replicas.add(instance=rid)
-                _set_replica_port(r, port)
+                g.replicas.add(instance=rid, egress_port=port)   # 1.4's field; 1.5 readers accept it
 
 
 class BatchError(P4RuntimeError):
@@ -441,6 +440,3 @@ def _replica_port(r) -> int:
         return int.from_bytes(r.port, "big")
     return r.egress_port
 
-
-def _set_replica_port(r, port: int):
-    r.egress_port = port
