@@ -4,7 +4,9 @@ The ports are read and written by the C loop (softswitch.native.packet_loop); th
 selector keeps everything else (control connections, the P4Runtime bridge, the signal
 wake-up socket). Each round hands the C loop the selector's fds as wake-ups: when one is
 readable the C loop returns, the Python handlers run (a table change included), and the
-next batch sees their effect. Port counters (rx_packets, tx_packets, ...) are added to
+next batch sees their effect. User-space link emulation and pcap run in C too (the delay
+lines of c/ss_linkem.c, released on time by the C loop between and during those rounds;
+c/ss_pcap.c), so only --trace needs the Python loop. Port counters (rx_packets, tx_packets, ...) are added to
 the Port objects after every round, so the stopping line and --stats-file read as on the
 Python path; rx_socket_drops comes from the kernel through the same sockets.
 """
@@ -17,14 +19,19 @@ ROUND_MS = 50     # the longest the C loop runs without looking at the stop flag
 
 
 class CompiledSwitchLoop(SwitchLoop):
-    def __init__(self, compiled, ports: dict, **kw):
+    timer_name = "ppoll (ns)"
+
+    def __init__(self, compiled, ports: dict, *, link_emu: dict | None = None, pcap_paths: dict | None = None,
+                 **kw):
+        """link_emu: {port: LinkEmuConfig}; pcap_paths: {port: (in_path, out_path)}."""
         super().__init__(compiled.process, ports, **kw)
         if self.linkem is not None or self.pcaps is not None or self.trace:
-            raise ValueError("link emulation, pcap and --trace need the Python packet loop")
+            raise ValueError("the compiled loop takes link_emu= and pcap_paths=; --trace needs the Python loop")
         for port in ports.values():          # the C loop reads the ports, not the selector
             self.selector.unregister(port)
         self.native = NativePacketLoop(compiled, [
-            (p.fileno(), n, p.max_frame, p.kernel_ignores_outgoing) for n, p in ports.items()])
+            (p.fileno(), n, p.max_frame, p.kernel_ignores_outgoing) for n, p in ports.items()],
+            link_emu={n: c for n, c in (link_emu or {}).items() if not c.is_noop}, pcaps=pcap_paths)
 
     def run_once(self, max_wait: float | None = None) -> None:
         timeout_ms = ROUND_MS if max_wait is None else max(0, min(ROUND_MS, int(max_wait * 1000)))
@@ -44,6 +51,11 @@ class CompiledSwitchLoop(SwitchLoop):
             for name, n in c.items():
                 setattr(port, name, getattr(port, name) + n)
 
+    def link_emu_counters(self) -> dict:
+        return self.native.link_emu_counters()
+
     def close(self) -> None:
-        self.native.close()
-        super().close()
+        try:
+            self.native.close()
+        finally:
+            super().close()

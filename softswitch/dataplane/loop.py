@@ -163,6 +163,14 @@ class SwitchLoop:
     def stop(self) -> None:
         self.stopping = True
 
+    @property
+    def timer_name(self) -> str:
+        return "timerfd" if self.timer is not None else "epoll-ms"
+
+    def link_emu_counters(self) -> dict:
+        """{port: DelayLine.counters()} of the emulated egress ports."""
+        return {n: line.counters() for n, line in self.linkem.lines.items()} if self.linkem else {}
+
     def close(self) -> None:
         for port in self.ports.values():
             port.close()
@@ -180,7 +188,7 @@ def final_stats(loop: SwitchLoop, switch) -> dict:
         "packets_in": loop.packets_in,
         "pipeline": dict(getattr(switch, "stats", {})),
         "ports": {n: p.counters() for n, p in loop.ports.items()},
-        "link_emu": {n: line.counters() for n, line in loop.linkem.lines.items()} if loop.linkem else {},
+        "link_emu": loop.link_emu_counters(),
         "unknown_egress_port_drops": loop.tx_unknown_port,
     }
 

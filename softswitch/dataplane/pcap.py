@@ -46,13 +46,20 @@ class PcapWriter:
             self._file.close()
 
 
+def pcap_paths(directory: str, ifnames: dict[int, str]) -> dict[int, tuple[str, str]]:
+    """{port: (input pcap, output pcap)}, named as simple_switch names them; makes the folder."""
+    os.makedirs(directory, exist_ok=True)
+    return {p: (os.path.join(directory, f"{name}_in.pcap"), os.path.join(directory, f"{name}_out.pcap"))
+            for p, name in ifnames.items()}
+
+
 class PortPcaps:
-    """One input and one output pcap per interface, named as simple_switch names them."""
+    """One input and one output pcap per interface (the Python loop's writers)."""
 
     def __init__(self, directory: str, ifnames: dict[int, str]):
-        os.makedirs(directory, exist_ok=True)
-        self.inputs = {p: PcapWriter(os.path.join(directory, f"{name}_in.pcap")) for p, name in ifnames.items()}
-        self.outputs = {p: PcapWriter(os.path.join(directory, f"{name}_out.pcap")) for p, name in ifnames.items()}
+        paths = pcap_paths(directory, ifnames)
+        self.inputs = {p: PcapWriter(i) for p, (i, _o) in paths.items()}
+        self.outputs = {p: PcapWriter(o) for p, (_i, o) in paths.items()}
 
     def close(self) -> None:
         for writer in (*self.inputs.values(), *self.outputs.values()):

@@ -17,7 +17,7 @@ import sys
 
 from softswitch.dataplane.linkem import LinkEmulation, parse_link_emu_spec
 from softswitch.dataplane.loop import SwitchLoop, final_stats, install_signal_wakeup, write_stats
-from softswitch.dataplane.pcap import PortPcaps
+from softswitch.dataplane.pcap import PortPcaps, pcap_paths
 from softswitch.dataplane.ports import Port, parse_interface_spec
 
 log = logging.getLogger("softswitch")
@@ -115,13 +115,10 @@ def _start_p4runtime(switch, args):
 
 
 def _python_only_reason(args) -> str | None:
-    """The option that needs the Python packet loop, if any."""
-    if args.pcap:
-        return "--pcap"
+    """The option that needs the Python packet loop, if any. --trace logs every frame
+    through Python's logging: a debugging aid, kept on the reference path."""
     if args.trace:
         return "--trace"
-    if args.link_emu:
-        return "--link-emu (user-space link emulation)"
     return None
 
 
@@ -152,6 +149,15 @@ def _choose_datapath(args, switch):
     if compiled is not None:
         log.info("datapath: compiled (%s)", compiled.lib._name)
     return compiled, None
+
+
+def _make_loop(args, switch, compiled, ports, ifaces, emu):
+    if compiled is not None:
+        from softswitch.dataplane.compiled_loop import CompiledSwitchLoop
+        return CompiledSwitchLoop(compiled, ports, link_emu=emu,
+                                  pcap_paths=pcap_paths(args.pcap, ifaces) if args.pcap else None)
+    pcaps = PortPcaps(args.pcap, ifaces) if args.pcap else None
+    return SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
 
 
 def main(argv=None) -> int:
@@ -197,12 +203,13 @@ def main(argv=None) -> int:
             p.close()
         return 1
 
-    pcaps = PortPcaps(args.pcap, ifaces) if args.pcap else None
-    if compiled is not None:
-        from softswitch.dataplane.compiled_loop import CompiledSwitchLoop
-        loop = CompiledSwitchLoop(compiled, ports)
-    else:
-        loop = SwitchLoop(switch.process, ports, linkem=LinkEmulation(emu), pcaps=pcaps, trace=args.trace)
+    try:
+        loop = _make_loop(args, switch, compiled, ports, ifaces, emu)
+    except OSError as e:          # a pcap folder or file that cannot be written
+        _fail(args, f"softswitch: --pcap {args.pcap}: {e.strerror or e}; give a writable folder")
+        for p in ports.values():
+            p.close()
+        return 1
     server.register(loop.selector)
     if grpc_server is not None:
         bridge.register(loop.selector)
@@ -210,8 +217,7 @@ def main(argv=None) -> int:
     install_signal_wakeup(loop)
     for number, cfg in emu.items():
         log.info("link emulation on port %d (%s): delay %g ms, jitter %g ms, loss %g %%, seed %s, timer %s",
-                 number, ifaces[number], cfg.delay_ms, cfg.jitter_ms, cfg.loss_pct, cfg.seed,
-                 "timerfd" if loop.timer else "epoll-ms")
+                 number, ifaces[number], cfg.delay_ms, cfg.jitter_ms, cfg.loss_pct, cfg.seed, loop.timer_name)
 
     def ready():
         port_list = " ".join(f"{n}@{name}" for n, name in sorted(ifaces.items()))

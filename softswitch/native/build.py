@@ -19,9 +19,10 @@ import tempfile
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).parent / "c"
-RUNTIME_FILES = ("ssrt.h", "ssrt.c", "ss_ctx.h", "ss_switch.c", "ss_loop.c")
+RUNTIME_FILES = ("ssrt.h", "ssrt.c", "ss_ctx.h", "ss_switch.c", "ss_loop.c", "ss_linkem.c", "ss_pcap.c")
 CC = os.environ.get("SOFTSWITCH_CC", "gcc")
 CFLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-std=gnu11", "-D_GNU_SOURCE")
+LDLIBS = ("-lm",)     # the delay lines' jitter (sqrt, log, cos)
 
 
 class BuildError(Exception):
@@ -44,7 +45,7 @@ def build_key(source: str) -> str:
         path = RUNTIME_DIR / name
         if path.exists():
             h.update(name.encode() + b"\0" + path.read_bytes())
-    h.update(" ".join((CC,) + CFLAGS).encode())
+    h.update(" ".join((CC,) + CFLAGS + LDLIBS).encode())
     return h.hexdigest()
 
 
@@ -67,7 +68,7 @@ def compile_source(source: str) -> Path:
         c_file = Path(tmp) / f"pipeline-{key[:32]}.c"
         c_file.write_text(source)
         out = Path(tmp) / so.name
-        cmd = [CC, *CFLAGS, "-I", str(RUNTIME_DIR), "-o", str(out), str(c_file), str(RUNTIME_DIR / "ssrt.c")]
+        cmd = [CC, *CFLAGS, "-I", str(RUNTIME_DIR), "-o", str(out), str(c_file), str(RUNTIME_DIR / "ssrt.c"), *LDLIBS]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"{CC} failed (exit {r.returncode}) on the generated pipeline; "

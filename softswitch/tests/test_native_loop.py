@@ -131,9 +131,11 @@ def test_datapath_choice(caplog):
     with caplog.at_level(logging.INFO, logger="softswitch"):
         c, err = _choose_datapath(parse_args([str(FORWARD)]), sw)
         assert isinstance(c, CompiledSwitch) and err is None
-        c, err = _choose_datapath(parse_args([str(FORWARD), "--pcap", "/tmp"]), sw)
+        c, err = _choose_datapath(parse_args([str(FORWARD), "--pcap", "/tmp", "--link-emu", "1:delay_ms=5"]), sw)
+        assert isinstance(c, CompiledSwitch) and err is None      # both run in C
+        c, err = _choose_datapath(parse_args([str(FORWARD), "--trace"]), sw)
         assert c is None and err is None
-        assert caplog.records[-1].getMessage() == "datapath: python (--pcap needs the Python packet loop)"
+        assert caplog.records[-1].getMessage() == "datapath: python (--trace needs the Python packet loop)"
         c, err = _choose_datapath(parse_args([str(FORWARD), "--trace", "--datapath", "compiled"]), sw)
         assert c is None and "--trace needs the Python packet loop" in err
         c, err = _choose_datapath(parse_args([str(FORWARD), "--datapath", "python"]), sw)
