@@ -214,6 +214,20 @@ def softswitch_rx_drops(log_text: str) -> tuple[int, int] | None:
     return (sum(int(x) for x in _RX_RE.findall(last)), sum(int(x) for x in _DROP_RE.findall(last)))
 
 
+_DATAPATH_RE = re.compile(r" datapath: (compiled|python)(?: \((.*)\))?$")
+
+
+def softswitch_datapath(log_text: str) -> str | None:
+    """Where a softswitch ran its packets, from its "datapath:" log line: "compiled", or
+    "python: <why>" (the construct or option the compiled path lacks); None without one
+    (BMv2, or a switch that did not start)."""
+    for line in reversed(log_text.splitlines()):
+        m = _DATAPATH_RE.search(line)
+        if m:
+            return "compiled" if m.group(1) == "compiled" else f"python: {m.group(2) or 'asked for'}"
+    return None
+
+
 _LINK_EMU_FIELDS = ("submitted", "sent", "lost", "overflow", "queued")
 
 

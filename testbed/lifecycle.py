@@ -307,6 +307,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                                         for sw, (c, u, n) in sampler.load.peaks().items()}
                 state["warnings"] += counters.switch_limited_warnings(sampler.load.peaks())
                 state["link_emulation"] = emulated_link_counters(run_dir, graph, mode)
+                state["switch_datapath"] = switch_datapaths(run_dir, graph)
                 drops = _switch_drops(run_dir, graph)
                 state["switch_drops"] = {sw: {"rx_frames": rx, "socket_drops": d}
                                          for sw, (rx, d) in drops.items()}
@@ -323,6 +324,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                        "switch_load": state.get("switch_load"),
                        "switch_drops": state.get("switch_drops"),
                        "link_emulation": state.get("link_emulation"),
+                       "switch_datapath": state.get("switch_datapath"),
                        "qdisc": state.get("qdisc"),
                        "phase_seconds": timings,
                        "bandwidth_changes": state.get("bandwidth_changes"),
@@ -489,6 +491,22 @@ def _switch_drops(run_dir: Path, graph) -> dict[str, tuple[int, int]]:
         r = counters.softswitch_rx_drops(text)
         if r is not None:
             out[n] = r
+    return out
+
+
+def switch_datapaths(run_dir: Path, graph) -> dict:
+    """{switch: "compiled" | "python: <why>"} for the softswitches, from their logs."""
+    out = {}
+    for n, d in graph.nodes(data=True):
+        if d["role"] == "host":
+            continue
+        try:
+            text = (run_dir / "logs" / f"{n}.switch.log").read_text(errors="replace")
+        except OSError:
+            continue
+        found = counters.softswitch_datapath(text)
+        if found is not None:
+            out[n] = found
     return out
 
 

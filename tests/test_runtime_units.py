@@ -156,6 +156,15 @@ def test_softswitch_drops_from_its_stop_line():
     assert counters.softswitch_rx_drops("ready: pid 1\n") is None
 
 
+def test_softswitch_datapath_from_its_log():
+    log = ("10:00:00.001 INFO datapath: python (the compiled path does not support extern meter at x.p4:3)\n"
+           "10:00:00.002 INFO ready: pid 1\n")
+    assert counters.softswitch_datapath(log) == "python: the compiled path does not support extern meter at x.p4:3"
+    assert counters.softswitch_datapath("1 INFO datapath: compiled (/c/pipeline-ab.so)\n") == "compiled"
+    assert counters.softswitch_datapath("1 INFO datapath: python\n") == "python: asked for"
+    assert counters.softswitch_datapath("1 INFO ready: pid 1\n") is None
+
+
 def test_capacity_drop_warning_only_when_links_were_not_the_limit():
     drops = {"s1": (37098, 8683), "g1": (1000, 0), "g2": (100000, 50)}
     (w,) = counters.capacity_drop_warnings(drops, {"s1": 0.14, "g1": 0.1, "g2": 0.1})
