@@ -216,13 +216,18 @@ class SoftSwitch(ProcessSwitch):
     Options: program (.p4 path), defines {NAME: VALUE}, include_dirs, device_id, thrift_port
     (default: a free localhost port; read it back from .thrift_port), log_file, pcap_dir,
     link_emu {port: {delay_ms, jitter_ms, loss_pct, seed, reorder, limit} or LinkEmuConfig}, trace,
-    stats_file (default: next to the log file; read_stats() after stop()).
+    stats_file (default: next to the log file; read_stats() after stop()), datapath
+    (auto | compiled | python: the process's --datapath).
     """
 
-    def __init__(self, name, include_dirs=(), trace: bool = False, stats_file: str | None = None, **params):
+    def __init__(self, name, include_dirs=(), trace: bool = False, stats_file: str | None = None,
+                 datapath: str = "auto", **params):
         ProcessSwitch.__init__(self, name, **params)
+        if datapath not in ("auto", "compiled", "python"):
+            raise ValueError(f"{name}: datapath {datapath!r} is not auto, compiled or python")
         self.include_dirs = tuple(include_dirs)
         self.trace = trace
+        self.datapath = datapath
         # Written by the process when it stops: pipeline, port and link-emulation counters.
         self.stats_file = stats_file or os.path.splitext(self.log_file)[0] + ".stats.json"
 
@@ -258,6 +263,8 @@ class SoftSwitch(ProcessSwitch):
             cmd += ["--link-emu", format_link_emu_spec(number, cfg)]
         if self.trace:
             cmd.append("--trace")
+        if self.datapath != "auto":
+            cmd += ["--datapath", self.datapath]
         if self.control == "p4runtime":
             cmd += ["--grpc-server-addr", f"127.0.0.1:{self.grpc_port}"]
         return cmd

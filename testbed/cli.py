@@ -5,7 +5,7 @@
   gdml plot RESULTS [--format pdf,png]      (a run, a scenario's runs, a sweep, or a folder above them)
   gdml validate FILE...
   gdml predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
-  gdml bench switch|topology|schemes|ina
+  gdml bench switch|topology|schemes|ina|capacity
   gdml clean
   gdml doctor [--json]
   gdml show SCENARIO [--set key=value]... [--out DIR] [--format pdf,png]
@@ -68,6 +68,10 @@ def cmd_bench(a) -> int:
     if a.what == "ina":
         from bench.ina import main   # needs root: it says so itself
         return main(a.args) or 0
+    if a.what == "capacity":
+        from bench.capacity import main as capacity_main
+        _need_root("bench capacity")
+        return capacity_main(a.args) or 0
     from bench.topology import main
     _need_root("bench topology")
     return main(a.args) or 0
@@ -164,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
                     "on the same scenario (default: the scenario's scheme, with its terms)")
     pr.set_defaults(fn=cmd_predict)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=("switch", "topology", "schemes", "ina"))
+    b.add_argument("what", choices=("switch", "topology", "schemes", "ina", "capacity"))
     b.add_argument("args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     c = sub.add_parser("clean", help="remove what killed runs left behind (root)")

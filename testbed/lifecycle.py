@@ -64,11 +64,14 @@ def host_commands(graph, tcp) -> dict[str, list[str]]:
             for h, d in graph.nodes(data=True) if d["role"] == "host"}
 
 
-def switch_params(graph, program: str, defines: dict, run_dir: Path, control: str = "cli") -> dict[str, dict]:
+def switch_params(graph, program: str, defines: dict, run_dir: Path, control: str = "cli",
+                  datapath: str = "auto") -> dict[str, dict]:
     """Options per switch. Control ports are left to the switch class (a free localhost
-    port), so concurrent runs on one machine never collide on 9090 + device id."""
+    port), so concurrent runs on one machine never collide on 9090 + device id. datapath
+    is a softswitch option, passed only when it is not the default."""
+    extra = {} if datapath == "auto" else {"datapath": datapath}
     return {n: {"program": program, "defines": dict(defines), "device_id": d["device_id"],
-                "log_file": str(run_dir / "logs" / f"{n}.switch.log"), "control": control}
+                "log_file": str(run_dir / "logs" / f"{n}.switch.log"), "control": control, **extra}
             for n, d in graph.nodes(data=True) if d["role"] != "host"}
 
 
@@ -176,6 +179,9 @@ def prepare(opts: RunOptions, scn):
     if scn.switch.control == "p4runtime" and scn.switch.backend == "bmv2":
         raise RunError("switch.control: p4runtime is served by the softswitch; the bmv2 backend runs "
                        "simple_switch (thrift only): set switch.control: cli, or switch.backend: softswitch")
+    if scn.switch.datapath != "auto" and scn.switch.backend == "bmv2":
+        raise RunError(f"switch.datapath: {scn.switch.datapath} chooses the softswitch's data path; the bmv2 "
+                       "backend has its own: remove switch.datapath, or set switch.backend: softswitch")
     if scn.switch.control == "p4runtime" and scn.switch.backend == "auto":
         backend, backend_reason = "softswitch", "auto: switch.control p4runtime is served by the softswitch"
     else:
@@ -209,6 +215,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
         link_emulation=mode, link_emulation_reason=mode_reason, seed=scn.seed, time_dilation=s,
         repetition=repetition, extra={"scenario_file": str(opts.scenario), "overrides": opts.overrides,
                                       "switch_control": scn.switch.control,
+                                      "switch_datapath": scn.switch.datapath,
                                       "node_prefix": opts.prefix})
     results.write_json(run_dir / "manifest.json", manifest)
     log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
@@ -371,7 +378,8 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
                           + [n for r in plan.relays for n in r.root_intfs()])
     return netbuild.build_network(
         graph, backends.switch_class(backend),
-        switch_params(graph, scn.switch.program, scn.switch.defines, run_dir, scn.switch.control), plan,
+        switch_params(graph, scn.switch.program, scn.switch.defines, run_dir, scn.switch.control,
+                      scn.switch.datapath if backend == "softswitch" else "auto"), plan,
         host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started,
         relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started, relays=relay_run)
 

@@ -180,6 +180,9 @@ class SwitchCfg(Strict):
     # how the testbed writes the switches' entries: the simple_switch_CLI port, or P4Runtime
     # (gRPC; softswitch backend) with the same commands translated (softswitch/p4runtime)
     control: Literal["cli", "p4runtime"] = "cli"
+    # where a softswitch runs its packets: compiled C (auto: when the program allows),
+    # or the Python reference path (docs/softswitch.md)
+    datapath: Literal["auto", "compiled", "python"] = "auto"
     program: str = "p4/forward.p4"
     defines: dict[str, Union[int, str]] = {}
 
