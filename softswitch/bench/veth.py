@@ -9,7 +9,9 @@ Measures, in one run on this machine:
    counter counts them (no process there, so the sink costs no CPU on this 2-core machine); the generator
    runs on CPU 0 and the switch (or relay) on CPU 1;
 3. on the same veths, the relay rate of a do-nothing Python AF_PACKET forwarder, the I/O
-   limit for any Python switch; the ratio switch/relay says what the pipeline costs.
+   limit for any Python switch, and of a do-nothing C forwarder (c_relay.c: the compiled
+   loop's recvmmsg/sendmmsg pattern, no pipeline), the limit for the compiled path; the
+   ratios switch/relay say what the pipeline costs.
 
 Rates through veths are measured under overload (the generator sends as fast as it can;
 the socket buffer drops what the switch cannot take), over a fixed window after a warm-up.
@@ -291,6 +293,21 @@ def measure_relay(bed: VethBed, args) -> float:
     return pps
 
 
+def measure_c_relay(bed: VethBed, args) -> float:
+    from softswitch.native.build import build_executable
+    exe = build_executable(os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_relay.c"))
+    relay = subprocess.Popen([str(exe), bed.sw_in, bed.sw_out], stdout=subprocess.PIPE, text=True)
+    pin(relay.pid, DUT_CPU)
+    try:
+        relay.stdout.readline()
+        progress(f"do-nothing C relay: {args.warmup:g} s warm-up + {args.window:g} s window")
+        pps, offered = measure_veth_rate(bed, forward_workload().frames, args.warmup, args.window)
+    finally:
+        _stop(relay)
+    progress(f"  C relay {pps / 1000:.1f} kpps delivered (generator offered {offered / 1000:.1f} kpps)")
+    return pps
+
+
 def measure_switch(bed: VethBed, wl: Workload, args, rnd: int, label: str = "softswitch",
                    start=None) -> float:
     """Delivered pps of one switch on the bed: the softswitch, or `start(bed, wl, log_path)`
@@ -379,6 +396,7 @@ def main(argv=None, others: dict | None = None) -> int:
         for rnd in range(1, args.rounds + 1):
             pps = measure_relay(bed, args)
             results["relay"] = max(results.get("relay", 0.0), pps)
+            results["c_relay"] = max(results.get("c_relay", 0.0), measure_c_relay(bed, args))
             for wl in workloads:
                 pps = measure_switch(bed, wl, args, rnd)
                 results[wl.name] = max(results.get(wl.name, 0.0), pps)
@@ -415,7 +433,10 @@ def main(argv=None, others: dict | None = None) -> int:
           f"agg32_veth_kpps={results['agg32'] / 1000:.1f} agg32_veth_kpps_compiled={results['agg32_compiled'] / 1000:.1f} "
           f"agg64_veth_kpps={results['agg64'] / 1000:.1f} agg64_veth_kpps_compiled={results['agg64_compiled'] / 1000:.1f} "
           f"agg64_compiled_vs_python={results['agg64_compiled'] / results['agg64']:.1f} "
-          f"agg64_p4_inproc_kpps={f('agg64_p4')} agg64_p4_inproc_kpps_compiled={f('agg64_p4_compiled')}"
+          f"agg64_p4_inproc_kpps={f('agg64_p4')} agg64_p4_inproc_kpps_compiled={f('agg64_p4_compiled')} "
+          f"c_relay_veth_kpps={results['c_relay'] / 1000:.1f} "
+          f"fwd_compiled_vs_c_relay={results['fwd_compiled'] / results['c_relay']:.2f} "
+          f"agg64_compiled_vs_c_relay={results['agg64_compiled'] / results['c_relay']:.2f}"
           + "".join(f" {label}_{wl.name}_veth_kpps={results[f'{label}_{wl.name}'] / 1000:.1f}"
                     for label in others for wl in workloads if wl.name in OTHERS_WORKLOADS))
     return 0

@@ -77,5 +77,25 @@ def compile_source(source: str) -> Path:
     return so
 
 
+def build_executable(c_file: Path) -> Path:
+    """A standalone C program (the benchmark's do-nothing relay), built once per content
+    into the same cache; BuildError as for the pipeline."""
+    text = Path(c_file).read_bytes()
+    key = hashlib.sha256(text + " ".join((CC, "-O2")).encode()).hexdigest()
+    exe = cache_dir() / f"{Path(c_file).stem}-{key[:32]}"
+    if exe.exists():
+        return exe
+    if shutil.which(CC) is None:
+        raise BuildError(f"no C compiler: {CC} is not on PATH (install gcc and libc6-dev)")
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=exe.parent, prefix="build-") as tmp:
+        out = Path(tmp) / exe.name
+        r = subprocess.run([CC, "-O2", "-D_GNU_SOURCE", "-o", str(out), str(c_file)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BuildError(f"{CC} failed (exit {r.returncode}) on {c_file}:\n{r.stderr.strip()}")
+        os.replace(out, exe)
+    return exe
+
+
 def load_library(source: str) -> ctypes.CDLL:
     return ctypes.CDLL(str(compile_source(source)))

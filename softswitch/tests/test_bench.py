@@ -54,3 +54,30 @@ def test_every_aggregation_frame_completes_its_slot_and_is_multicast_to_port_2()
             assert dst == "10.0.2.2"
             assert got.flags & RESULT and got.gen == sent.gen and got.slot == sent.slot
             np.testing.assert_array_equal(got.values, sent.values)   # fan-in 1: the sum is the value
+
+
+def test_the_c_relay_forwards_on_veths_and_says_what_is_wrong(tmp_path):
+    """The bench's do-nothing C forwarder: built, relays real frames across a veth bed,
+    stops on SIGTERM, and explains a bad interface."""
+    import os
+    import subprocess
+    from argparse import Namespace
+
+    import pytest
+
+    from softswitch.bench.veth import VethBed, forward_workload, measure_c_relay, measure_veth_rate
+    from softswitch.native.build import build_executable
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root (veths and namespaces)")
+    exe = build_executable(os.path.join(os.path.dirname(__file__), "..", "bench", "c_relay.c"))
+    bad = subprocess.run([str(exe), "no-such-if0", "no-such-if1"], capture_output=True, text=True, timeout=10)
+    assert bad.returncode == 1 and "cannot open AF_PACKET sockets on no-such-if0" in bad.stderr
+    bed = VethBed(f"xt{os.getpid() % 100000}")
+    try:
+        bed.up()
+        assert measure_veth_rate(bed, forward_workload().frames, 0.2, 0.3)[0] == 0   # nothing relays yet
+        assert measure_c_relay(bed, Namespace(warmup=0.2, window=0.5)) > 1000
+    finally:
+        bed.down()
+    assert bed.leftovers() == []
