@@ -53,6 +53,8 @@ TOOLS = {
                 "turning hosts' offloads off (without it they stay on)", "ethtool"),
     "iperf3": (["iperf3", "--version"], False, "tests/test_fidelity.py", "iperf3"),
     "tcpdump": (["tcpdump", "--version"], False, "the softswitch's port tests", "tcpdump"),
+    "gcc": (["gcc", "--version"], False, "the softswitch's compiled data path (without it every "
+            "switch runs on the Python path, about 10x fewer packets per second)", "gcc libc6-dev"),
 }
 BMV2_TOOLS = {"simple_switch": ["simple_switch", "--version"],
               "simple_switch_CLI": None,     # a Python client without --version
