@@ -31,7 +31,7 @@ class CompiledSwitchLoop(SwitchLoop):
             self.selector.unregister(port)
         self.native = NativePacketLoop(compiled, [
             (p.fileno(), n, p.max_frame, p.kernel_ignores_outgoing) for n, p in ports.items()],
-            link_emu={n: c for n, c in (link_emu or {}).items() if not c.is_noop}, pcaps=pcap_paths)
+            link_emu=link_emu, pcaps=pcap_paths)
 
     def run_once(self, max_wait: float | None = None) -> None:
         timeout_ms = ROUND_MS if max_wait is None else max(0, min(ROUND_MS, int(max_wait * 1000)))

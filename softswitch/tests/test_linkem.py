@@ -186,7 +186,8 @@ def _veth_pair(a, b):
 
 
 @pytest.mark.mininet
-def test_standalone_relay_delays_each_direction_and_stops_on_sigterm():
+@pytest.mark.parametrize("datapath", ["auto", "python"])
+def test_standalone_relay_delays_each_direction_and_stops_on_sigterm(datapath):
     import signal
     import socket
     import subprocess
@@ -198,8 +199,10 @@ def test_standalone_relay_delays_each_direction_and_stops_on_sigterm():
         _veth_pair(names[2], names[3])
         repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         relay = subprocess.Popen([sys.executable, "-m", "softswitch.linkem", names[1], names[2],
-                                  "--a-to-b", "delay_ms=20", "--b-to-a", "delay_ms=5"],
+                                  "--a-to-b", "delay_ms=20", "--b-to-a", "delay_ms=5", "--datapath", datapath],
                                  cwd=repo, stderr=subprocess.PIPE, text=True)
+        first = relay.stderr.readline()
+        assert ("datapath: compiled" if datapath == "auto" else "datapath: python") in first, first
         assert "ready" in relay.stderr.readline()
         left, right = (socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)) for _ in range(2))
         left.bind((names[0], 3))
@@ -225,7 +228,10 @@ def test_standalone_relay_delays_each_direction_and_stops_on_sigterm():
         assert 5.0 <= min(ba) < 6.0, ba
         relay.send_signal(signal.SIGTERM)
         assert relay.wait(5) == 0
-        assert "stopping" in relay.stderr.read()
+        stop_line = relay.stderr.read()
+        import ast
+        counts = ast.literal_eval(stop_line.split("stopping: ", 1)[1].strip())   # what the testbed reads
+        assert counts == {p: {"submitted": 9, "sent": 9, "lost": 0, "overflow": 0, "queued": 0} for p in (1, 2)}
     finally:
         if relay is not None and relay.poll() is None:
             relay.kill()
