@@ -24,6 +24,11 @@ from softswitch.frontend.p4types import wrap as const_wrap
 from softswitch.native.cgen_types import Unsupported, is_aggregate, scalar_width, type_name
 
 MASK64 = (1 << 64) - 1
+# v1model HashAlgorithm -> the C function (ssrt.h). `random` stays on the Python path: a
+# hash of random bits cannot give the same answer on both paths. The _custom ones use
+# the default parameters on the Python path too (set_crc*_parameters is not supported).
+HASH_C = {"crc16": "ss_crc16", "crc32": "ss_crc32", "csum16": "ss_csum16", "xor16": "ss_xor16",
+          "identity": "ss_identity", "crc16_custom": "ss_crc16", "crc32_custom": "ss_crc32"}
 
 
 def cmask(w: int) -> str:
@@ -490,42 +495,65 @@ class CBody:
         s = self.expr(sm) if sm is not None else "c->sm"
         self.line(f"{s}.f_egress_spec = 511; {s}.f_mcast_grp = 0;")
 
-    def checksum(self, e, data, algo) -> str:
-        """C name of a variable holding the csum16 of the data list (emitted here)."""
+    def data_hash(self, e, data, algo, with_payload=False) -> str:
+        """C name of a variable holding hash `algo` of the data list (emitted here): the
+        leaves packed MSB-first into bytes, zero bits padding the last one, then (with
+        payload) the unparsed payload, as the Python path's _data_bytes does."""
         alg = algo.value if isinstance(algo, A.Literal) else getattr(algo, "name", "?")
-        if alg != "csum16":
-            raise Unsupported(f"checksum algorithm {alg}", e.loc)
+        fn = HASH_C.get(alg)
+        if fn is None:
+            raise Unsupported(f"hash algorithm {alg}", e.loc)
         leaves = flatten(data)
-        total = 0
-        for x in leaves:
-            total += scalar_width(x.type, x.loc)
-        if total % 8:
-            raise Unsupported(f"checksum over {total} bits (not a whole number of bytes)", e.loc)
-        buf, cs = self.tmp("_cb"), self.tmp("_cs")
-        self.line(f"uint8_t {buf}[{max(1, total // 8)}] = {{0}};")
+        total = sum(scalar_width(x.type, x.loc) for x in leaves)
+        nbytes = (total + 7) // 8
+        buf, h = self.tmp("_hb"), self.tmp("_h")
+        if with_payload:
+            # the payload can be a whole frame: it goes to the context's scratch buffer
+            self.prog.scratch = max(self.prog.scratch, nbytes)
+            self.line(f"uint8_t *{buf} = x->scratch;")
+            self.line(f"memset({buf}, 0, {nbytes});")
+        else:
+            self.line(f"uint8_t {buf}[{max(1, nbytes)}] = {{0}};")
         off = 0
         for x in leaves:
             w = scalar_width(x.type, x.loc)
             self.line(f"ss_put({buf}, {off}, {w}, {self.expr(x)});")
             off += w
-        self.line(f"uint64_t {cs} = ss_csum16({buf}, {total // 8});")
-        return cs
+        n = str(nbytes)
+        if with_payload:
+            self.line(f"memcpy({buf} + {nbytes}, c->_pay, c->_paylen);")
+            n = f"{nbytes} + (size_t)c->_paylen"
+        self.line(f"uint64_t {h} = {fn}({buf}, {n});")
+        return h
 
-    def f_verify_checksum(self, e, cond, data, cksum, algo):
+    def f_hash(self, e, result, algo, base, data, maxv):
+        """v1model hash as the Python path (and BMv2): base + (h % max), wrapped to the
+        result's width; max 0 gives base + h (BMv2 would divide by zero)."""
+        scalar_width(result.type, e.loc)
+        self.line("{")
+        self.ind += 1
+        h = self.data_hash(e, data, algo)
+        m = self.tmp("_m")
+        self.line(f"uint64_t {m} = {self.expr(maxv)};")
+        self.assign(result, wrap(f"{self.expr(base)} + ({m} ? {h} % {m} : {h})", result.type))
+        self.ind -= 1
+        self.line("}")
+
+    def f_verify_checksum(self, e, cond, data, cksum, algo, with_payload=False):
         w = scalar_width(cksum.type, e.loc)
         self.line("{")
         self.ind += 1
-        cs = self.checksum(e, data, algo)
+        cs = self.data_hash(e, data, algo, with_payload)
         self.line(f"if (({self.expr(cond)}) && ({cs} & {cmask(w)}) != {self.expr(cksum)}) "
                   f"c->sm.f_checksum_error = 1;")
         self.ind -= 1
         self.line("}")
 
-    def f_update_checksum(self, e, cond, data, cksum, algo):
+    def f_update_checksum(self, e, cond, data, cksum, algo, with_payload=False):
         w = scalar_width(cksum.type, e.loc)
         self.line("{")
         self.ind += 1
-        cs = self.checksum(e, data, algo)
+        cs = self.data_hash(e, data, algo, with_payload)
         self.line(f"if ({self.expr(cond)}) {{")
         self.ind += 1
         self.assign(cksum, f"{cs} & {cmask(w)}")
@@ -533,3 +561,9 @@ class CBody:
         self.line("}")
         self.ind -= 1
         self.line("}")
+
+    def f_verify_checksum_with_payload(self, e, *args):
+        self.f_verify_checksum(e, *args, with_payload=True)
+
+    def f_update_checksum_with_payload(self, e, *args):
+        self.f_update_checksum(e, *args, with_payload=True)

@@ -70,6 +70,7 @@ class ProgramGen:
         self.prototypes: list[str] = []
         self.externs: dict = {}          # (control name, instance name) -> ExternInfo
         self._ext_slots = 0
+        self.scratch = 0                 # bytes of data list before a payload (checksums with payload)
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -245,7 +246,9 @@ class ProgramGen:
         body += dep.gen() + [""]
 
         pkt = ["typedef struct {", f"    {hdr_c} hdr;", f"    {meta_c} meta;", f"    {sm_c} sm;",
-               "    uint64_t _plen;    /* the frame's length at ingress: what counters count */"]
+               "    uint64_t _plen;    /* the frame's length at ingress: what counters count */",
+               "    const uint8_t *_pay;    /* the unparsed payload (checksums *_with_payload) */",
+               "    uint32_t _paylen;"]
         for slot in ("verify_checksum", "ingress", "egress", "compute_checksum"):
             decls = [d for s, d in local_members if s == slot]
             if decls:
@@ -257,6 +260,7 @@ class ProgramGen:
                 '#include "ssrt.h"', ""] + self.types.lines + pkt + [
                 f"#define SS_NTABLES {len(self.tables)}", f"#define SS_NEXT {self._ext_slots}",
                 f"#define SS_HDR_MAX {dep.max_bytes}",
+                f"#define SS_SCRATCH {self.scratch + 65536 if self.scratch else 1}",
                 '#include "ss_ctx.h"', ""]
         src = head + self.prototypes + [""] + self.action_defs + body + self.init_tables() + \
             ["", '#include "ss_switch.c"', ""]

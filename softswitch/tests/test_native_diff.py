@@ -28,6 +28,7 @@ PROGRAMS = {
     "basic": ROOT / "softswitch" / "tests" / "programs" / "basic.p4",
     "const_entries": ROOT / "softswitch" / "tests" / "programs" / "const_entries.p4",
     "compiled_mix": ROOT / "softswitch" / "tests" / "programs" / "compiled_mix.p4",
+    "hash_mix": ROOT / "softswitch" / "tests" / "programs" / "hash_mix.p4",
 }
 
 # Key and packet values come from the same small pools, so lookups hit often.

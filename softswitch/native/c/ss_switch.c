@@ -55,6 +55,8 @@ static int ss_run_packet(ss_ctx *x, uint32_t port, const uint8_t *data, uint32_t
     p->_plen = len;
     p->sm.f_ingress_global_timestamp = now;
     uint32_t off = gen_parse(x, p, data, len);
+    p->_pay = data + off;
+    p->_paylen = len - off;
     if (p->sm.f_parser_error)
         x->stats.parser_errors++;
     gen_verify(x, p);

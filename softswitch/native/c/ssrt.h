@@ -74,6 +74,16 @@ static inline uint64_t ss_csum16(const uint8_t *p, unsigned n)
     return ~s & 0xFFFF;
 }
 
+/* v1model's other hash algorithms over n bytes (the data list packed MSB-first, zero
+ * bits padding it to a whole byte, as the Python path's softswitch/runtime/v1model.py and
+ * BMv2's calculations.cpp define them): crc16 = CRC-16/ARC, crc32 = CRC-32/ISO-HDLC
+ * (zlib), xor16 = XOR of the 16-bit words (an odd length padded with a zero byte),
+ * identity = the first (at most) 8 bytes as a big-endian number. In ssrt.c. */
+uint64_t ss_crc16(const uint8_t *p, size_t n);
+uint64_t ss_crc32(const uint8_t *p, size_t n);
+uint64_t ss_xor16(const uint8_t *p, size_t n);
+uint64_t ss_identity(const uint8_t *p, size_t n);
+
 /* ------------------------------------------------------------------ tables */
 enum { SS_EXACT = 0, SS_LPM = 1, SS_TERNARY = 2 };
 
