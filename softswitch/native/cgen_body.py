@@ -248,11 +248,13 @@ class CBody:
 
     def assign(self, lhs, rhs: str):
         if isinstance(lhs, A.Slice):
+            # the whole of what is sliced, with the slice's bits replaced; a slice of a
+            # slice recurses until the base is a true lvalue
             base = self.expr(lhs.expr)
             bw = scalar_width(lhs.expr.type, lhs.loc)
             w = lhs.hi - lhs.lo + 1
             keep = ((1 << bw) - 1) ^ (((1 << w) - 1) << lhs.lo)
-            self.line(f"{base} = ({base} & {keep:#x}ULL) | ((({rhs}) & {cmask(w)}) << {lhs.lo});")
+            self.assign(lhs.expr, f"({base} & {keep:#x}ULL) | ((({rhs}) & {cmask(w)}) << {lhs.lo})")
             return
         self.line(f"{self.expr(lhs)} = {rhs};")
 
@@ -406,6 +408,8 @@ class CBody:
             return self.register_access(e)
         if owner == "counter" and e.method == "count":
             return self.counter_count(e)
+        if owner == "direct_counter" and e.method == "count":
+            return      # the table apply counted the hit, as on the Python path and in BMv2
         raise Unsupported(f"{owner}.{e.method}()", e.loc)
 
     # ------------------------------------------------------------ registers and counters
@@ -482,6 +486,10 @@ class CBody:
         self.line(f"int {hit} = {r}->hit;")
         self.line(f"int {act} = {r}->action;")
         self.line(f"(void){hit}; (void){act};")
+        if info.counter_slot >= 0:      # counted before the action runs, as on the Python path
+            s = info.counter_slot
+            self.line(f"if ({r}->slot >= 0) {{ ((uint64_t *)x->ext[{s}])[{r}->slot]++; "
+                      f"((uint64_t *)x->ext[{s + 1}])[{r}->slot] += c->_plen; }}")
         self.line(f"switch ({act}) {{")
         for i, ref in enumerate(tdecl.actions):
             fn = self.prog.action_fn(self.ctl, ref.action, mc.loc)

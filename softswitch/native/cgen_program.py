@@ -35,16 +35,18 @@ class TableInfo:
     table: object           # the Python runtime Table it mirrors
     actions: list           # runtime action names, in the order of the C action indexes
     kind: str               # exact | lpm | ternary (the lookup structure)
+    counter_slot: int = -1  # direct counter: packets at ext[slot], bytes at ext[slot + 1]
 
 
 @dataclass
 class ExternInfo:
-    """A register or an indirect counter: its cells are arrays the Python object adopts
-    (Register.adopt / Counter.adopt) and C reads through ss_ctx.ext[slot] (a counter
-    uses two slots: packets at `slot`, bytes at `slot + 1`)."""
+    """A register, an indirect counter or a table's direct counter: its cells are arrays
+    the Python object adopts (Register.adopt / Counter.adopt / Table.adopt_counter_cells)
+    and C reads through ss_ctx.ext[slot] (a counter uses two slots: packets at `slot`,
+    bytes at `slot + 1`; a direct counter has a cell per entry handle slot)."""
     slot: int
-    obj: object             # the runtime Register / Counter
-    kind: str               # register | counter
+    obj: object             # the runtime Register / Counter / Table
+    kind: str               # register | counter | direct_counter
     ctype: str              # C element type: uint8_t .. uint64_t
     size: int
 
@@ -87,8 +89,6 @@ class ProgramGen:
         for t in ctl.locals:
             if not isinstance(t, A.TableDecl):
                 continue
-            if t.counters:
-                raise Unsupported(f"direct counter {t.counters} on table {t.name}", t.loc)
             if t.meters:
                 raise Unsupported(f"direct meter {t.meters} on table {t.name}", t.loc)
             if len(t.keys) > MAX_KEYS:
@@ -103,8 +103,19 @@ class ProgramGen:
             table = self.state.tables[t.runtime_name or f"{ctl.name}.{t.name}"]
             names = [a.action.runtime_name or a.action.name for a in t.actions]
             info = TableInfo(len(self.tables), table, names, kind)
+            if t.counters:
+                info.counter_slot = self._direct_counter(ctl, t, table)
             self.tables[(ctl.name, t.name)] = info
             self._decls[(ctl.name, t.name)] = t
+
+    def _direct_counter(self, ctl, t: A.TableDecl, table) -> int:
+        """Two extern slots (packets, bytes) with a cell per entry handle slot: the table's
+        entries adopt them as their counters (Table.adopt_counter_cells)."""
+        slot = self._ext_slots
+        self.externs[(ctl.name, f"{t.name}.{t.counters}")] = \
+            ExternInfo(slot, table, "direct_counter", "uint64_t", table.size)
+        self._ext_slots += 2
+        return slot
 
     def table_decl(self, ctl, target) -> A.TableDecl:
         key = (ctl.name if ctl is not None else "", target.name)
@@ -203,6 +214,8 @@ class ProgramGen:
                 obj, nslots = self.state.registers[name], 1
             elif kind == "counter":
                 obj, ctype, nslots = self.state.counters[name], "uint64_t", 2
+            elif kind == "direct_counter":
+                continue        # its cells belong to the table (add_tables)
             else:
                 raise Unsupported(f"extern {kind} {d.name}", d.loc)
             self.externs[(ctl.name, d.name)] = ExternInfo(self._ext_slots, obj, kind, ctype, obj.size)

@@ -88,9 +88,12 @@ class CompiledSwitch:
             if info.kind == "register":
                 arrays = [(ctypes_of[info.ctype] * info.size)()]
                 info.obj.adopt(*arrays)
-            else:
+            elif info.kind == "counter":
                 arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
                 info.obj.adopt(*arrays)
+            else:           # direct counter: a cell per entry handle slot of the table
+                arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
+                info.obj.adopt_counter_cells(*arrays)
             for k, cells in enumerate(arrays):
                 if self.lib.ss_ext_bind(self.ctx, info.slot + k, ctypes.addressof(cells)) != 0:
                     raise RuntimeError(f"extern slot {info.slot + k} of {info.obj.name} does not exist in C")

@@ -96,7 +96,10 @@ SS_API ss_ctx *ss_new(void)
         return NULL;
     gen_init_tables(x);
     for (int i = 0; i < SS_NTABLES; i++)
+    {
         x->tables[i].miss.action = -1;
+        x->tables[i].miss.slot = -1;
+    }
     return x;
 }
 

@@ -26,10 +26,10 @@ static uint64_t prefix_mask(int width, int plen)
 }
 
 /* Replace the table's entries. vals/masks: n * nkeys; plens: n (lpm); actions: n;
- * args: n * SS_MAX_ARGS. Ternary entries come in lookup order (lowest priority value
+ * args: n * SS_MAX_ARGS; eslots: n, each entry's handle slot (its direct counter cell). Ternary entries come in lookup order (lowest priority value
  * first, then lowest handle). Returns 0, or -1 when out of memory (table left empty). */
 int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *masks, const int32_t *plens,
-                  const int32_t *actions, const uint64_t *args)
+                  const int32_t *actions, const uint64_t *args, const int32_t *eslots)
 {
     int nk = t->nkeys;
     ss_table_free(t);
@@ -52,6 +52,7 @@ int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *mask
     for (int i = 0; i < n; i++) {
         t->res[i].action = actions[i];
         t->res[i].hit = 1;
+        t->res[i].slot = eslots[i];
         memcpy(t->res[i].args, args + (size_t)i * SS_MAX_ARGS, sizeof(uint64_t) * SS_MAX_ARGS);
     }
     t->n = n;
@@ -96,6 +97,7 @@ void ss_table_set_default(ss_table *t, int32_t action, const uint64_t *args)
 {
     t->miss.action = action;
     t->miss.hit = 0;
+    t->miss.slot = -1;
     memcpy(t->miss.args, args, sizeof(uint64_t) * SS_MAX_ARGS);
 }
 

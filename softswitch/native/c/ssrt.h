@@ -90,6 +90,7 @@ enum { SS_EXACT = 0, SS_LPM = 1, SS_TERNARY = 2 };
 typedef struct {
     int32_t action;              /* index in the table's action list; -1: no action to run */
     int32_t hit;
+    int32_t slot;                /* the entry's handle slot: its direct counter cell; -1 on a miss */
     uint64_t args[SS_MAX_ARGS];
 } ss_result;
 
@@ -155,7 +156,7 @@ static inline const ss_result *ss_lookup(const ss_table *t, const uint64_t *k)
 }
 
 SS_API int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *masks, const int32_t *plens,
-                  const int32_t *actions, const uint64_t *args);
+                  const int32_t *actions, const uint64_t *args, const int32_t *eslots);
 SS_API void ss_table_set_default(ss_table *t, int32_t action, const uint64_t *args);
 void ss_table_free(ss_table *t);
 
