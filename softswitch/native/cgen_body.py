@@ -503,6 +503,39 @@ class CBody:
         s = self.expr(sm) if sm is not None else "c->sm"
         self.line(f"{s}.f_egress_spec = 511; {s}.f_mcast_grp = 0;")
 
+    # Requests to the traffic manager: recorded in the packet, served by ss_switch.c after
+    # the control, in the Python path's order. A field list index of all ones (the forms
+    # without a list, and clone) keeps nothing.
+    def f_clone(self, e, ctype, session):
+        self._clone(session, "~0ULL")
+
+    def f_clone_preserving_field_list(self, e, ctype, session, index):
+        self._clone(session, self.expr(index))
+
+    def _clone(self, session, fl: str):
+        self.prog.uses.add("clone")
+        self.line(f"c->_clone = 1; c->_clone_sess = {self.expr(session)}; c->_clone_fl = {fl};")
+
+    def f_resubmit_preserving_field_list(self, e, index):
+        self._request("resubmit", "_resub", self.expr(index))
+
+    def f_recirculate_preserving_field_list(self, e, index):
+        self._request("recirc", "_recirc", self.expr(index))
+
+    def f_resubmit(self, e, *args):
+        self._request("resubmit", "_resub", "~0ULL")
+
+    def f_recirculate(self, e, *args):
+        self._request("recirc", "_recirc", "~0ULL")
+
+    def _request(self, use: str, member: str, fl: str):
+        self.prog.uses.add(use)
+        self.line(f"c->{member} = 1; c->{member}_fl = {fl};")
+
+    def f_truncate(self, e, length):
+        self.prog.uses.add("truncate")
+        self.line(f"c->_trunc = 1; c->_trunc_len = {self.expr(length)};")
+
     def data_hash(self, e, data, algo, with_payload=False) -> str:
         """C name of a variable holding hash `algo` of the data list (emitted here): the
         leaves packed MSB-first into bytes, zero bits padding the last one, then (with

@@ -19,6 +19,7 @@ import itertools
 from dataclasses import dataclass
 
 import softswitch.frontend.p4ast as A
+from softswitch.compiler.pipeline import metadata_field_lists
 from softswitch.native.cgen_body import CBody
 from softswitch.native.cgen_parser import DeparserC, ParserC
 from softswitch.native.cgen_types import CTypes, Unsupported, is_aggregate, scalar_width, type_name
@@ -56,6 +57,7 @@ class CProgram:
     source: str
     tables: list            # [TableInfo]
     externs: list           # [ExternInfo]
+    clones: bool = False    # the program clones: the mirror sessions are copied to C
 
 
 class ProgramGen:
@@ -73,6 +75,7 @@ class ProgramGen:
         self.externs: dict = {}          # (control name, instance name) -> ExternInfo
         self._ext_slots = 0
         self.scratch = 0                 # bytes of data list before a payload (checksums with payload)
+        self.uses: set[str] = set()      # traffic-manager requests the program makes: clone, resubmit, ...
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -260,8 +263,11 @@ class ProgramGen:
 
         pkt = ["typedef struct {", f"    {hdr_c} hdr;", f"    {meta_c} meta;", f"    {sm_c} sm;",
                "    uint64_t _plen;    /* the frame's length at ingress: what counters count */",
-               "    const uint8_t *_pay;    /* the unparsed payload (checksums *_with_payload) */",
-               "    uint32_t _paylen;"]
+               "    const uint8_t *_pay;    /* the unparsed payload */",
+               "    uint32_t _paylen;",
+               "    /* requests to the traffic manager (clone, resubmit, recirculate, truncate) */",
+               "    uint8_t _clone, _resub, _recirc, _trunc;",
+               "    uint64_t _clone_sess, _clone_fl, _resub_fl, _recirc_fl, _trunc_len;"]
         for slot in ("verify_checksum", "ingress", "egress", "compute_checksum"):
             decls = [d for s, d in local_members if s == slot]
             if decls:
@@ -274,12 +280,29 @@ class ProgramGen:
                 f"#define SS_NTABLES {len(self.tables)}", f"#define SS_NEXT {self._ext_slots}",
                 f"#define SS_HDR_MAX {dep.max_bytes}",
                 f"#define SS_SCRATCH {self.scratch + 65536 if self.scratch else 1}",
+                f"#define SS_MIRROR_SESSIONS {32768 if 'clone' in self.uses else 1}",
+                *(f"#define SS_HAS_{u.upper()} {int(u in self.uses)}"
+                  for u in ("clone", "resubmit", "recirc", "truncate")),
                 '#include "ss_ctx.h"', ""]
         src = head + self.prototypes + [""] + self.action_defs + body + self.init_tables() + \
-            ["", '#include "ss_switch.c"', ""]
+            [""] + self.preserve(meta_t) + ["", '#include "ss_switch.c"', ""]
         tables = sorted(self.tables.values(), key=lambda i: i.index)
         externs = sorted(self.externs.values(), key=lambda e: e.slot)
-        return CProgram("\n".join(src), tables, externs)
+        return CProgram("\n".join(src), tables, externs, "clone" in self.uses)
+
+    def preserve(self, meta_t) -> list[str]:
+        """gen_preserve: the user metadata a clone, resubmit or recirculation keeps, the
+        fields of @field_list(fl) as the Python path's Switch._preserve (p4c builds the
+        lists alike); any other fl (the forms without a list) keeps nothing."""
+        out = ["static void gen_preserve(ss_pkt *dst, const ss_pkt *src, uint64_t fl)", "{",
+               "    (void)dst; (void)src;", "    switch (fl) {"]
+        for idx, names in sorted(metadata_field_lists(meta_t).items()):
+            if idx < 0:
+                continue
+            out.append(f"    case {idx}ULL:")
+            out += [f"        dst->meta.f_{n} = src->meta.f_{n};" for n in names]
+            out.append("        break;")
+        return out + ["    default: break;", "    }", "}"]
 
     def control(self, ctl: A.ControlDecl, slot: str, params: dict, fname: str) -> list[str]:
         g = CBody(self, ctl, params, exit_code="goto L_exit;", return_code="goto L_exit;")

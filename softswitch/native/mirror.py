@@ -32,6 +32,8 @@ def declare(lib) -> None:
     lib.ss_pre_of.argtypes = (ctypes.c_void_p,)
     lib.ss_pre_load.restype = ctypes.c_int
     lib.ss_pre_load.argtypes = (ctypes.c_void_p, ctypes.c_int, i32p, i32p, i32p, i32p)
+    lib.ss_mirror_load.restype = None
+    lib.ss_mirror_load.argtypes = (ctypes.c_void_p, ctypes.c_int, i32p, i32p)
 
 
 def _prefix_mask(width: int, plen: int) -> int:
@@ -79,10 +81,12 @@ def _array(ctype, values):
 
 
 class StateMirror:
-    def __init__(self, lib, ctx, tables, pre):
+    def __init__(self, lib, ctx, tables, pre, mirroring=None):
         self.lib, self.ctx = lib, ctx
         self.tables = tables                 # [cgen_program.TableInfo]
         self.pre = pre
+        self.mirroring = mirroring           # clone sessions (None: the program never clones)
+        self._mirroring_seen = None
         self._seen = [None] * len(tables)
         self._pre_seen = None
         self.rebuilds = 0                    # how many C copies were rebuilt (for tests)
@@ -95,6 +99,15 @@ class StateMirror:
         if self.pre.version != self._pre_seen:
             self._load_pre()
             self._pre_seen = self.pre.version
+        if self.mirroring is not None and self.mirroring.version != self._mirroring_seen:
+            self._load_mirroring()
+            self._mirroring_seen = self.mirroring.version
+
+    def _load_mirroring(self) -> None:
+        ids = sorted(self.mirroring.sessions)
+        ports = [self.mirroring.sessions[i] for i in ids]
+        self.lib.ss_mirror_load(self.ctx, len(ids), _array(ctypes.c_int32, ids), _array(ctypes.c_int32, ports))
+        self.rebuilds += 1
 
     def _load_table(self, info) -> None:
         lib = self.lib

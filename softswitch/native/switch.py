@@ -21,7 +21,7 @@ from softswitch.target.switch import STAT_KEYS
 
 # ssrt.h's ss_stats, in its order
 C_STATS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_errors", "oversized",
-           "multicast_copies", "errors")
+           "multicast_copies", "errors", "clones", "resubmits", "recirculations", "loop_limit_drops")
 
 
 class _Stats(ctypes.Structure):
@@ -73,7 +73,8 @@ class CompiledSwitch:
         self._stats = lib.ss_stats_of(self.ctx).contents
         self._out = lib.ss_out_of(self.ctx).contents
         self._bind_externs()
-        self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre)
+        self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre,
+                                  self.state.mirroring if self.cprogram.clones else None)
         self.mirror.sync()
 
     def _bind_externs(self) -> None:

@@ -401,6 +401,7 @@ class Mirroring:
 
     def __init__(self):
         self.sessions: dict[int, int] = {}
+        self.version = 0       # bumped by every change: the compiled path's copy rebuilds
 
     def add(self, session: int, port: int):
         if not isinstance(session, int) or not 0 <= session < 1 << 15:
@@ -408,11 +409,13 @@ class Mirroring:
         if not isinstance(port, int) or not 0 <= port <= MAX_PORT:
             raise StateError("ERROR", f"egress port {port} is not within 0..{MAX_PORT}")
         self.sessions[session] = port
+        self.version += 1
 
     def delete(self, session: int):
         if session not in self.sessions:
             raise StateError("SESSION_NOT_FOUND", f"mirroring session {session} does not exist")
         del self.sessions[session]
+        self.version += 1
 
     def get(self, session: int) -> int:
         if session not in self.sessions:
@@ -421,6 +424,7 @@ class Mirroring:
 
     def reset(self):
         self.sessions.clear()
+        self.version += 1
 
 
 # ---------------------------------------------------------------- names

@@ -29,6 +29,7 @@ PROGRAMS = {
     "const_entries": ROOT / "softswitch" / "tests" / "programs" / "const_entries.p4",
     "compiled_mix": ROOT / "softswitch" / "tests" / "programs" / "compiled_mix.p4",
     "hash_mix": ROOT / "softswitch" / "tests" / "programs" / "hash_mix.p4",
+    "tm_mix": ROOT / "softswitch" / "tests" / "programs" / "tm_mix.p4",
 }
 
 # Key and packet values come from the same small pools, so lookups hit often.
@@ -113,6 +114,10 @@ def random_args(rnd, action):
             out.append(rnd.choice([1, 2, 3, 4, 7, 511]))
         elif name == "grp":   # a multicast group: mostly one the PRE steps create
             out.append(rnd.choice([1, 2, 5, 5, 9]))
+        elif name == "sess":  # a clone session: mostly one the mirroring steps create
+            out.append(rnd.choice([1, 2, 5, 5, 9, 40000]))
+        elif name == "len":   # truncate: inside the headers, beyond them, beyond the frame
+            out.append(rnd.choice([0, 10, 14, 20, 34, 60, 1000]))
         else:
             out.append(key_value(rnd, w))
     return out
@@ -124,6 +129,13 @@ def control_step(rnd, state) -> None:
     tables = [t for t in state.tables.values()]
     r = rnd.random()
     try:
+        if rnd.random() < 0.1:      # clone sessions (mirroring_add / mirroring_delete)
+            sess = rnd.choice([1, 2, 5])
+            if rnd.random() < 0.75:
+                state.mirroring.add(sess, rnd.choice([1, 2, 3, 4, 7]))
+            else:
+                state.mirroring.delete(sess)
+            return
         if r < 0.2:
             pre = state.pre
             op = rnd.random()
@@ -164,9 +176,19 @@ def control_step(rnd, state) -> None:
         pass
 
 
+def setup_state(program: str, state) -> None:
+    """tm_mix starts with a multicast group and a clone session, so that its examples
+    reach multicast and clones early (the random steps change them later)."""
+    if program == "tm_mix":
+        state.pre.mgrp_create(5)
+        state.pre.associate(5, state.pre.node_create(3, [2, 4]))
+        state.mirroring.add(5, 7)
+
+
 def run_example(program: str, seed: int, steps: int = 250) -> None:
     path = PROGRAMS[program]
     py = Switch.from_file(str(path))
+    setup_state(program, py.state)
     native = CompiledSwitch(py)       # shares py.state: one control plane, two data paths
     rnd = random.Random(seed)
     for step in range(steps):
@@ -516,3 +538,25 @@ def test_a_cell_difference_is_caught():
     with pytest.raises(AssertionError, match="counter MyIngress.agg_events bytes differ"):
         assert_same_cells(py.state, twin.state, "changed")
     native.close()
+
+
+def test_the_traffic_manager_examples_reach_every_pass():
+    """tm_mix's random examples must clone (I2E and E2E), resubmit, recirculate, multicast
+    and hit the pass limit, else test_compiled_equals_python would compare little of it."""
+    seen = {k: 0 for k in ("clones", "resubmits", "recirculations", "multicast_copies", "loop_limit_drops")}
+    itypes = set()
+    for seed in range(6):
+        py = Switch.from_file(str(PROGRAMS["tm_mix"]))
+        setup_state("tm_mix", py.state)
+        rnd = random.Random(seed)
+        for step in range(250):
+            if rnd.random() < 0.3:
+                control_step(rnd, py.state)
+                continue
+            for _, out in py.process(rnd.choice([1, 2, 3]), frame(rnd, "tm_mix"), step):
+                if len(out) >= 12:
+                    itypes.add(out[11])      # the egress pass's instance_type
+        for k in seen:
+            seen[k] += py.stats[k]
+    assert all(v > 0 for v in seen.values()), seen
+    assert {0, 1, 2, 5} <= itypes, itypes
