@@ -98,10 +98,10 @@ class ProgramGen:
                 raise Unsupported(f"table {t.name} with more than {MAX_KEYS} keys", t.loc)
             kinds = [k.match_kind for k in t.keys]
             for k in t.keys:
-                if k.match_kind not in ("exact", "lpm", "ternary", "optional"):
+                if k.match_kind not in ("exact", "lpm", "ternary", "optional", "range"):
                     raise Unsupported(f"{k.match_kind} match key {k.name} of table {t.name}", t.loc)
                 scalar_width(k.expr.type, k.expr.loc)
-            kind = "ternary" if ("ternary" in kinds or "optional" in kinds) else \
+            kind = "ternary" if ("ternary" in kinds or "optional" in kinds or "range" in kinds) else \
                 "lpm" if "lpm" in kinds else "exact"
             table = self.state.tables[t.runtime_name or f"{ctl.name}.{t.name}"]
             names = [a.action.runtime_name or a.action.name for a in t.actions]
@@ -145,6 +145,8 @@ class ProgramGen:
             out.append(f"    x->tables[{i}].kind = {KIND_C[info.kind]};  /* {info.table.name} */")
             out.append(f"    x->tables[{i}].nkeys = {len(t.keys)};")
             for j, k in enumerate(t.keys):
+                if k.match_kind == "range":
+                    out.append(f"    x->tables[{i}].range_keys |= 1u << {j};")
                 if k.match_kind == "lpm":
                     out.append(f"    x->tables[{i}].lpm_key = {j};")
                     out.append(f"    x->tables[{i}].lpm_width = {scalar_width(k.expr.type)};")

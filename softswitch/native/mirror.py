@@ -60,6 +60,10 @@ def table_image(info) -> tuple:
                     v, mask = m, full
                 elif k.match_kind == "lpm":
                     v, mask = m[0], _prefix_mask(k.width, m[1])
+                elif k.match_kind == "range":       # (low, high), compared whole by C
+                    vals.append(m[0])
+                    masks.append(m[1])
+                    continue
                 else:
                     v, mask = m
                 vals.append(v & mask)

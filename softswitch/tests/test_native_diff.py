@@ -101,6 +101,9 @@ def random_match(rnd, table):
             match.append((v, rnd.choice([0, 1, 8, 16, 24, k.width, rnd.randrange(k.width + 1)])))
         elif k.match_kind == "optional":
             match.append((v, rnd.choice([0, (1 << k.width) - 1])))
+        elif k.match_kind == "range":       # mostly a real range, sometimes one value or all
+            lo, hi = sorted([v, key_value(rnd, k.width)])
+            match.append(rnd.choice([(lo, hi), (lo, hi), (v, v), (0, (1 << k.width) - 1)]))
         else:
             match.append((v, rnd.choice([0, (1 << k.width) - 1, 0xFF00 & ((1 << k.width) - 1),
                                          rnd.randrange(1 << k.width)])))
@@ -280,6 +283,7 @@ def assert_same_cells(py_state, c_state, where: str) -> None:
 TWIN_PROGRAMS = {
     "direct_counters": ROOT / "softswitch" / "tests" / "programs" / "direct_counters.p4",
     "reg_counter": ROOT / "softswitch" / "tests" / "programs" / "reg_counter.p4",
+    "range_keys": ROOT / "softswitch" / "tests" / "programs" / "range_keys.p4",
 }
 
 

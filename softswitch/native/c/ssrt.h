@@ -97,6 +97,8 @@ typedef struct {
 typedef struct {
     int kind, nkeys;
     int lpm_key, lpm_width;      /* SS_LPM: which key is the lpm one, its width */
+    uint32_t range_keys;         /* SS_TERNARY: bit j set when key j is a range key (vals: low
+                                  * bound, masks: high bound) */
     int n;                       /* entries */
     uint64_t *vals;              /* n * nkeys: exact/lpm: the (prefix-masked) key; ternary: value & mask */
     uint64_t *masks;             /* n * nkeys, ternary only */
@@ -120,9 +122,33 @@ static inline uint64_t ss_hash_key(const uint64_t *k, int nkeys, int plen)
     return h ^ (h >> 33);
 }
 
+/* A scan in lookup order where some keys are ranges (lo <= k <= hi) and the others
+ * value & mask; apart from tables with range keys, lookups never pay for the test. */
+static inline const ss_result *ss_lookup_range(const ss_table *t, const uint64_t *k)
+{
+    int nk = t->nkeys;
+    for (int i = 0; i < t->n; i++) {
+        const uint64_t *v = t->vals + (size_t)i * nk, *m = t->masks + (size_t)i * nk;
+        int j = 0;
+        for (; j < nk; j++) {
+            if ((t->range_keys >> j) & 1) {
+                if (k[j] < v[j] || k[j] > m[j])
+                    break;
+            } else if ((k[j] & m[j]) != v[j]) {
+                break;
+            }
+        }
+        if (j == nk)
+            return &t->res[i];
+    }
+    return &t->miss;
+}
+
 static inline const ss_result *ss_lookup(const ss_table *t, const uint64_t *k)
 {
     int nk = t->nkeys;
+    if (t->kind == SS_TERNARY && t->range_keys)
+        return ss_lookup_range(t, k);
     if (t->kind == SS_TERNARY) {
         for (int i = 0; i < t->n; i++) {
             const uint64_t *v = t->vals + (size_t)i * nk, *m = t->masks + (size_t)i * nk;
