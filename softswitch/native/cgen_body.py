@@ -410,6 +410,10 @@ class CBody:
             return self.counter_count(e)
         if owner == "direct_counter" and e.method == "count":
             return      # the table apply counted the hit, as on the Python path and in BMv2
+        if owner == "meter" and e.method == "execute_meter":
+            return self.meter_execute(e)
+        if owner == "direct_meter" and e.method == "read":
+            return self.assign(e.args[0], "c->_dmeter")
         raise Unsupported(f"{owner}.{e.method}()", e.loc)
 
     # ------------------------------------------------------------ registers and counters
@@ -454,6 +458,19 @@ class CBody:
         self.ind -= 1
         self.line("}")
 
+    def meter_execute(self, e):
+        """The color, or 0 (green) for an index beyond the size (the Python path's rule);
+        a packets meter takes 1 unit, a bytes meter the frame's length at ingress."""
+        info = self.prog.extern(self.ctl, e.target)
+        amount = "1" if info.obj.type == "packets" else "c->_plen"
+        self.line("{")
+        self.ind += 1
+        i = self._index(e.args[0])
+        self.assign(e.args[1], f"({i} < {info.size}ULL ? ss_meter_execute(&((ss_meter *)x->ext[{info.slot}])[{i}], "
+                               f"{amount}, x->now) : 0)")
+        self.ind -= 1
+        self.line("}")
+
     # ------------------------------------------------------------ actions and tables
     def call_action(self, decl: A.ActionDecl, args, loc):
         fn = self.prog.action_fn(self.ctl, decl, loc)
@@ -486,6 +503,10 @@ class CBody:
         self.line(f"int {hit} = {r}->hit;")
         self.line(f"int {act} = {r}->action;")
         self.line(f"(void){hit}; (void){act};")
+        if info.meter_slot >= 0:        # metered before the action runs; a miss reads green
+            amount = "1" if info.meter_packets else "c->_plen"
+            self.line(f"c->_dmeter = {r}->slot >= 0 ? ss_meter_execute(&((ss_meter *)x->ext[{info.meter_slot}])"
+                      f"[{r}->slot], {amount}, x->now) : 0;")
         if info.counter_slot >= 0:      # counted before the action runs, as on the Python path
             s = info.counter_slot
             self.line(f"if ({r}->slot >= 0) {{ ((uint64_t *)x->ext[{s}])[{r}->slot]++; "

@@ -37,6 +37,8 @@ class TableInfo:
     actions: list           # runtime action names, in the order of the C action indexes
     kind: str               # exact | lpm | ternary (the lookup structure)
     counter_slot: int = -1  # direct counter: packets at ext[slot], bytes at ext[slot + 1]
+    meter_slot: int = -1    # direct meter: ss_meter cells at ext[slot], one per entry handle slot
+    meter_packets: bool = False   # the direct meter counts packets (else bytes)
 
 
 @dataclass
@@ -92,8 +94,6 @@ class ProgramGen:
         for t in ctl.locals:
             if not isinstance(t, A.TableDecl):
                 continue
-            if t.meters:
-                raise Unsupported(f"direct meter {t.meters} on table {t.name}", t.loc)
             if len(t.keys) > MAX_KEYS:
                 raise Unsupported(f"table {t.name} with more than {MAX_KEYS} keys", t.loc)
             kinds = [k.match_kind for k in t.keys]
@@ -108,6 +108,8 @@ class ProgramGen:
             info = TableInfo(len(self.tables), table, names, kind)
             if t.counters:
                 info.counter_slot = self._direct_counter(ctl, t, table)
+            if t.meters:
+                info.meter_slot, info.meter_packets = self._direct_meter(ctl, t, table)
             self.tables[(ctl.name, t.name)] = info
             self._decls[(ctl.name, t.name)] = t
 
@@ -119,6 +121,16 @@ class ProgramGen:
             ExternInfo(slot, table, "direct_counter", "uint64_t", table.size)
         self._ext_slots += 2
         return slot
+
+    def _direct_meter(self, ctl, t: A.TableDecl, table) -> tuple:
+        """One extern slot with an ss_meter per entry handle slot, which the DirectMeter
+        adopts (new entries' cells included); (slot, whether it meters packets)."""
+        dm = table.direct_meter
+        slot = self._ext_slots
+        self.externs[(ctl.name, f"{t.name}.{t.meters}")] = \
+            ExternInfo(slot, dm, "direct_meter", "ss_meter", table.size)
+        self._ext_slots += 1
+        return slot, dm.type == "packets"
 
     def table_decl(self, ctl, target) -> A.TableDecl:
         key = (ctl.name if ctl is not None else "", target.name)
@@ -219,8 +231,10 @@ class ProgramGen:
                 obj, nslots = self.state.registers[name], 1
             elif kind == "counter":
                 obj, ctype, nslots = self.state.counters[name], "uint64_t", 2
-            elif kind == "direct_counter":
-                continue        # its cells belong to the table (add_tables)
+            elif kind == "meter":
+                obj, ctype, nslots = self.state.meters[name], "ss_meter", 1
+            elif kind in ("direct_counter", "direct_meter"):
+                continue        # their cells belong to the table (add_tables)
             else:
                 raise Unsupported(f"extern {kind} {d.name}", d.loc)
             self.externs[(ctl.name, d.name)] = ExternInfo(self._ext_slots, obj, kind, ctype, obj.size)
@@ -269,6 +283,7 @@ class ProgramGen:
                "    uint32_t _paylen;",
                "    /* requests to the traffic manager (clone, resubmit, recirculate, truncate) */",
                "    uint8_t _clone, _resub, _recirc, _trunc;",
+               "    uint64_t _dmeter;    /* the color of the last direct meter (direct_meter.read) */",
                "    uint64_t _clone_sess, _clone_fl, _resub_fl, _recirc_fl, _trunc_len;"]
         for slot in ("verify_checksum", "ingress", "egress", "compute_checksum"):
             decls = [d for s, d in local_members if s == slot]

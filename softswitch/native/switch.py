@@ -28,6 +28,18 @@ class _Stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in C_STATS]
 
 
+class _Bucket(ctypes.Structure):
+    """ssrt.h's ss_bucket."""
+    _fields_ = [("rate", ctypes.c_double), ("burst", ctypes.c_int64), ("tokens", ctypes.c_int64),
+                ("last", ctypes.c_int64), ("color", ctypes.c_int64)]
+
+
+class _MeterRecord(ctypes.Structure):
+    """ssrt.h's ss_meter: what runtime.state.MeterCellView reads and writes."""
+    _fields_ = [("configured", ctypes.c_int64), ("has_origin", ctypes.c_int64), ("origin", ctypes.c_int64),
+                ("b", _Bucket * 2)]
+
+
 class _Frame(ctypes.Structure):
     _fields_ = [("port", ctypes.c_int32), ("off", ctypes.c_uint32), ("len", ctypes.c_uint32)]
 
@@ -92,9 +104,12 @@ class CompiledSwitch:
             elif info.kind == "counter":
                 arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
                 info.obj.adopt(*arrays)
-            else:           # direct counter: a cell per entry handle slot of the table
+            elif info.kind == "direct_counter":     # a cell per entry handle slot of the table
                 arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
                 info.obj.adopt_counter_cells(*arrays)
+            else:           # meter / direct_meter: a record per cell (entry handle slot)
+                arrays = [(_MeterRecord * info.size)()]
+                info.obj.adopt(arrays[0])
             for k, cells in enumerate(arrays):
                 if self.lib.ss_ext_bind(self.ctx, info.slot + k, ctypes.addressof(cells)) != 0:
                     raise RuntimeError(f"extern slot {info.slot + k} of {info.obj.name} does not exist in C")

@@ -420,7 +420,7 @@ class Table:
             self._slots.append(None)
             self._versions.append(0)
         handle = (self._versions[slot] << HANDLE_VERSION_SHIFT) | slot
-        meter = self.direct_meter.new_cell() if self.direct_meter is not None else None
+        meter = self.direct_meter.new_cell(slot) if self.direct_meter is not None else None
         e = self._entry_cls(handle, match, action, args, priority, meter)   # counts start at 0
         self._slots[slot] = e
         self._count += 1

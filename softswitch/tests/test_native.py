@@ -254,7 +254,7 @@ def test_register_adopt_copies_the_current_values():
 
 @pytest.mark.parametrize("source,construct", [
     ("register<int<8>>(4) r;", "register r of int<8> (signed integers)"),
-    ("meter(4, MeterType.packets) m;", "extern meter m"),
+    ("register<bit<72>>(4) r;", "bit<72> (wider than 64 bits)"),
 ])
 def test_other_extern_instances_are_refused_by_name(tmp_path, source, construct):
     text = REG_CELLS.read_text().replace("counter(8, CounterType.packets_and_bytes) seen;",

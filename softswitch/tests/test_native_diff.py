@@ -180,12 +180,16 @@ def control_step(rnd, state) -> None:
 
 
 def setup_state(program: str, state) -> None:
-    """tm_mix starts with a multicast group and a clone session, so that its examples
-    reach multicast and clones early (the random steps change them later)."""
+    """tm_mix starts with a multicast group and a clone session, meters with entries that
+    have direct meter cells, so that the examples reach them early (the random steps
+    change them later)."""
     if program == "tm_mix":
         state.pre.mgrp_create(5)
         state.pre.associate(5, state.pre.node_create(3, [2, 4]))
         state.mirroring.add(5, 7)
+    if program == "meters":       # entries for the usual destinations: direct meter cells
+        for dst in (0x01, 0x02, 0xFF):
+            state.tables["Ing.flows"].add([dst], "fwd", [2])
 
 
 def run_example(program: str, seed: int, steps: int = 250) -> None:
@@ -275,6 +279,14 @@ def assert_same_cells(py_state, c_state, where: str) -> None:
             continue
         assert list(other.packets) == list(c.packets), f"{where}: counter {name} packets differ"
         assert list(other.bytes) == list(c.bytes), f"{where}: counter {name} bytes differ"
+    for name, m in py_state.meters.items():
+        assert meter_cells(c_state.meters[name]) == meter_cells(m), f"{where}: meter {name} differs"
+
+
+def meter_cells(m) -> list:
+    """Every cell's whole state: rates, bucket tokens and origin."""
+    cells = [e.meter for e in m.table.entries()] if m.direct else m.cells
+    return [(c.rates, c.origin_us) for c in cells]
 
 
 # Stateful programs (packets change cells) on two switches with separate states that get
@@ -284,11 +296,41 @@ TWIN_PROGRAMS = {
     "direct_counters": ROOT / "softswitch" / "tests" / "programs" / "direct_counters.p4",
     "reg_counter": ROOT / "softswitch" / "tests" / "programs" / "reg_counter.p4",
     "range_keys": ROOT / "softswitch" / "tests" / "programs" / "range_keys.p4",
+    "meters": ROOT / "softswitch" / "tests" / "programs" / "meters.p4",
 }
 
 
+def meter_step(rnd, states, where: str) -> None:
+    """Random rates set on a meter cell or all cells, a reset, or rates read (must agree).
+    Rates are per microsecond and packets come 1000 us apart: every color is reachable."""
+    name = rnd.choice(sorted(states[0].meters))
+    meters = [s.meters[name] for s in states]
+    cells = [e.handle for e in meters[0].table.entries()] if meters[0].direct else list(range(meters[0].size))
+    op = rnd.random()
+    if op < 0.1:
+        for m in meters:
+            m.reset()
+    elif op < 0.8:
+        if meters[0].type == "packets":
+            cir, pir = sorted([rnd.choice([0.0002, 0.0005, 0.001, 0.003]) for _ in range(2)])
+            cbs, pbs = rnd.choice([1, 2, 3]), rnd.choice([1, 2, 5])
+        else:
+            cir, pir = sorted([rnd.choice([0.01, 0.03, 0.06, 0.2]) for _ in range(2)])
+            cbs, pbs = rnd.choice([40, 80, 150]), rnd.choice([60, 120, 400])
+        cell = None if not cells or rnd.random() < 0.3 else rnd.choice(cells)
+        for m in meters:
+            m.set_rates(cell, [(cir, cbs), (pir, pbs)])
+    elif cells:
+        cell = rnd.choice(cells)
+        reads = [m.get_rates(cell) for m in meters]
+        assert reads[0] == reads[1], f"{where}: meter_get_rates {name} {cell}: {reads}"
+
+
 def cell_step(rnd, states, where: str) -> None:
-    """A random counter write, reset or read on every state; reads must agree."""
+    """A random counter write, reset or read, or a meter step, on every state; reads
+    must agree."""
+    if states[0].meters and rnd.random() < 0.5:
+        return meter_step(rnd, states, where)
     names = sorted(states[0].counters)
     if not names:
         return
@@ -312,6 +354,8 @@ def cell_step(rnd, states, where: str) -> None:
 def run_twin_example(program: str, seed: int, steps: int = 250) -> None:
     path = str(TWIN_PROGRAMS[program])
     py, twin = Switch.from_file(path), Switch.from_file(path)
+    for sw in (py, twin):
+        setup_state(program, sw.state)
     native = CompiledSwitch(twin)
     rnd = random.Random(seed)
     for step in range(steps):
@@ -322,7 +366,7 @@ def run_twin_example(program: str, seed: int, steps: int = 250) -> None:
             for state in (py.state, twin.state):
                 control_step(random.Random(s), state)
             continue
-        if r < 0.32:
+        if r < 0.34:
             cell_step(rnd, [py.state, twin.state], where)
             continue
         port = rnd.choice([1, 2, 3])
@@ -564,3 +608,31 @@ def test_the_traffic_manager_examples_reach_every_pass():
             seen[k] += py.stats[k]
     assert all(v > 0 for v in seen.values()), seen
     assert {0, 1, 2, 5} <= itypes, itypes
+
+
+def test_the_meter_examples_reach_every_color(monkeypatch):
+    """meters.p4's examples must give green, yellow and red on each meter (else the cell
+    comparison would compare idle meters): the Python path's colors, recorded."""
+    from softswitch.runtime import state as S
+    colors: dict = {}
+
+    def recording(fn):
+        def run(self, *a):
+            c = fn(self, *a)
+            colors.setdefault(self.name, set()).add(c)
+            return c
+        return run
+    monkeypatch.setattr(S.Meter, "execute", recording(S.Meter.execute))
+    monkeypatch.setattr(S.DirectMeter, "execute_entry", recording(S.DirectMeter.execute_entry))
+    for seed in range(4):
+        py = Switch.from_file(str(TWIN_PROGRAMS["meters"]))
+        rnd = random.Random(seed)
+        setup_state("meters", py.state)
+        for step in range(250):
+            if rnd.random() < 0.15:
+                meter_step(rnd, [py.state, py.state], "x")
+            elif rnd.random() < 0.15:
+                control_step(rnd, py.state)
+            else:
+                py.process(rnd.choice([1, 2, 3]), frame(rnd, "meters"), 1000 * step)
+    assert len(colors) == 3 and all(c == {0, 1, 2} for c in colors.values()), colors

@@ -15,6 +15,7 @@ typedef struct ss_ctx {
     ss_pkt pkt, copy;            /* the packet in flight; a multicast copy */
     void *ext[SS_NEXT > 0 ? SS_NEXT : 1];   /* register / counter cell arrays (borrowed) */
     uint8_t scratch[SS_SCRATCH];
+    uint64_t now;                           /* the input frame's time (us): what meters see */
     int16_t mirror[SS_MIRROR_SESSIONS];     /* clone session -> port, -1: none (mirroring_add) */            /* data list + payload of a checksum *_with_payload */
 } ss_ctx;
 

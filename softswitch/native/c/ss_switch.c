@@ -97,8 +97,10 @@ static void ss_egress(ss_ctx *x, ss_pkt *p, uint32_t eport, uint32_t itype, uint
     p->sm.f_enq_timestamp = now & 0xFFFFFFFFULL;
     p->sm.f_egress_global_timestamp = now;
     p->_clone = 0;
-    if (!reuse)
+    if (!reuse) {                        /* a new packet context on the Python path */
         p->_recirc = 0;
+        p->_dmeter = 0;
+    }
     gen_egress(x, p);
     if (SS_HAS_CLONE && p->_clone) {
         int sport = ss_session_port(x, p->_clone_sess);
@@ -210,6 +212,7 @@ static int ss_run_packet(ss_ctx *x, uint32_t port, const uint8_t *data, uint32_t
     }
     ss_pkt *p = &x->pkt;
     memset(p, 0, sizeof *p);
+    x->now = now;
     int passes = 0;
     ss_ingress_pass(x, p, &x->copy, port, data, len, now, SS_NORMAL, &passes);
     int added = x->out.n - before;

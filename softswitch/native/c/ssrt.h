@@ -84,6 +84,47 @@ uint64_t ss_crc32(const uint8_t *p, size_t n);
 uint64_t ss_xor16(const uint8_t *p, size_t n);
 uint64_t ss_identity(const uint8_t *p, size_t n);
 
+/* ------------------------------------------------------------------ meters */
+/* A two-rate three-color meter cell, the Python path's MeterCell (softswitch/runtime/
+ * state.py, BMv2's meters.cpp): the record the Python MeterCellView reads and writes. */
+typedef struct {
+    double rate;                 /* units per microsecond */
+    int64_t burst, tokens, last; /* last: tokens credited since the origin */
+    int64_t color;               /* what running short of this bucket gives */
+} ss_bucket;
+
+typedef struct {
+    int64_t configured, has_origin, origin;
+    ss_bucket b[2];              /* peak first, then committed */
+} ss_meter;
+
+/* The color of `amount` units at time now (us): buckets fill from the origin (the first
+ * packet after the rates were set), so rounding never accumulates; the peak bucket is
+ * checked first (short: its color, nothing taken), then the committed one. */
+static inline uint64_t ss_meter_execute(ss_meter *m, uint64_t amount, uint64_t now)
+{
+    if (!m->configured)
+        return 0;
+    if (!m->has_origin) {
+        m->has_origin = 1;
+        m->origin = (int64_t)now;
+    }
+    int64_t elapsed = (int64_t)now - m->origin;
+    for (int i = 0; i < 2; i++) {
+        ss_bucket *b = &m->b[i];
+        int64_t since = (int64_t)((double)elapsed * b->rate);   /* Python's int(): toward 0 */
+        int64_t add = since - b->last;
+        if (add > 0) {
+            b->last = since;
+            b->tokens = b->tokens + add < b->burst ? b->tokens + add : b->burst;
+        }
+        if (b->tokens < (int64_t)amount)
+            return (uint64_t)b->color;
+        b->tokens -= (int64_t)amount;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ tables */
 enum { SS_EXACT = 0, SS_LPM = 1, SS_TERNARY = 2 };
 
