@@ -557,6 +557,42 @@ class CBody:
         self.prog.uses.add("truncate")
         self.line(f"c->_trunc = 1; c->_trunc_len = {self.expr(length)};")
 
+    # log_msg and digest: the values go to a queue in the context (ss_event) that the
+    # Python side drains after each frame or batch and turns into what the Python path
+    # does: log_msg lines in the log, digests in Switch.digests and the log. Only bit<W>
+    # values (and enums over bit<W>), whose Python values are plain ints.
+    def f_log_msg(self, e, msg, data=None):
+        if not (isinstance(msg, A.Literal) and isinstance(msg.value, str)):
+            raise Unsupported("log_msg with a message that is not a string constant", e.loc)
+        self._event(e, "log", msg.value, [] if data is None else flatten(data))
+
+    def f_digest(self, e, receiver, data):
+        self._event(e, "digest", getattr(data.type, "name", "digest"), flatten(data))
+
+    def _event(self, e, kind: str, text: str, leaves):
+        what = "digest" if kind == "digest" else "log_msg"
+        for x in leaves:
+            if isinstance(x.type, (A.BoolT, A.ErrorT)):   # Python prints True / a name-less code
+                raise Unsupported(f"a {'bool' if isinstance(x.type, A.BoolT) else 'error'} value in {what}", x.loc)
+            if not isinstance(x.type, (A.BitT, A.EnumT)):
+                raise Unsupported(f"a {type_name(x.type)} in {what}", x.loc)
+            scalar_width(x.type, x.loc)
+        ev = self.tmp("_ev")
+        self.line("{")
+        self.ind += 1
+        if kind == "digest":
+            self.line("x->stats.digests++;")
+        self.line(f"ss_event *{ev} = ss_event_push(x, {self.prog.add_event(kind, text, len(leaves))});")
+        if leaves:
+            self.line(f"if ({ev}) {{")
+            for i, x in enumerate(leaves):
+                self.line(f"    {ev}->vals[{i}] = {self.expr(x)};")
+            self.line("}")
+        else:
+            self.line(f"(void){ev};")
+        self.ind -= 1
+        self.line("}")
+
     def data_hash(self, e, data, algo, with_payload=False) -> str:
         """C name of a variable holding hash `algo` of the data list (emitted here): the
         leaves packed MSB-first into bytes, zero bits padding the last one, then (with

@@ -27,6 +27,7 @@ from softswitch.native.cgen_types import CTypes, Unsupported, is_aggregate, scal
 SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 MAX_KEYS = 8        # ssrt.h SS_MAX_KEYS
 MAX_ARGS = 16       # ssrt.h SS_MAX_ARGS
+EVENT_CAP = 4096    # log_msg/digest calls queued between two drains; more are counted as lost
 KIND_C = {"exact": "SS_EXACT", "lpm": "SS_LPM", "ternary": "SS_TERNARY"}
 
 
@@ -60,6 +61,7 @@ class CProgram:
     tables: list            # [TableInfo]
     externs: list           # [ExternInfo]
     clones: bool = False    # the program clones: the mirror sessions are copied to C
+    events: list = None     # [(kind, text, nvals)] by event id: log_msg and digest call sites
 
 
 class ProgramGen:
@@ -78,6 +80,13 @@ class ProgramGen:
         self._ext_slots = 0
         self.scratch = 0                 # bytes of data list before a payload (checksums with payload)
         self.uses: set[str] = set()      # traffic-manager requests the program makes: clone, resubmit, ...
+        self.events: list = []           # [(kind, message or digest name, number of values)]
+
+    def add_event(self, kind: str, text: str, nvals: int) -> int:
+        """The id of a log_msg or digest call site: what the Python side needs to turn
+        its queued values back into the Python path's log line or digest."""
+        self.events.append((kind, text, nvals))
+        return len(self.events) - 1
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -298,6 +307,8 @@ class ProgramGen:
                 f"#define SS_HDR_MAX {dep.max_bytes}",
                 f"#define SS_SCRATCH {self.scratch + 65536 if self.scratch else 1}",
                 f"#define SS_MIRROR_SESSIONS {32768 if 'clone' in self.uses else 1}",
+                f"#define SS_EVENT_CAP {EVENT_CAP if self.events else 1}",
+                f"#define SS_EVENT_VALS {max([1] + [n for _, _, n in self.events])}",
                 *(f"#define SS_HAS_{u.upper()} {int(u in self.uses)}"
                   for u in ("clone", "resubmit", "recirc", "truncate")),
                 '#include "ss_ctx.h"', ""]
@@ -305,7 +316,7 @@ class ProgramGen:
             [""] + self.preserve(meta_t) + ["", '#include "ss_switch.c"', ""]
         tables = sorted(self.tables.values(), key=lambda i: i.index)
         externs = sorted(self.externs.values(), key=lambda e: e.slot)
-        return CProgram("\n".join(src), tables, externs, "clone" in self.uses)
+        return CProgram("\n".join(src), tables, externs, "clone" in self.uses, self.events)
 
     def preserve(self, meta_t) -> list[str]:
         """gen_preserve: the user metadata a clone, resubmit or recirculation keeps, the

@@ -23,7 +23,6 @@ FORWARD = ROOT / "p4" / "forward.p4"
 @pytest.mark.parametrize("program,construct", [
     ("misc.p4", "header stack"),
     ("ops.p4", "int<8> (signed integers)"),
-    ("pre.p4", "extern function digest"),
     ("externs.p4", "bit<72> (wider than 64 bits)"),
 ])
 def test_unsupported_constructs_are_named(program, construct):

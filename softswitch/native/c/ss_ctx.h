@@ -7,6 +7,12 @@
 #ifndef SS_CTX_H
 #define SS_CTX_H
 
+/* one log_msg or digest call: its call site and values, for the Python side to drain */
+typedef struct {
+    int64_t id;
+    uint64_t vals[SS_EVENT_VALS];
+} ss_event;
+
 typedef struct ss_ctx {
     ss_table tables[SS_NTABLES > 0 ? SS_NTABLES : 1];
     ss_pre pre;
@@ -14,9 +20,24 @@ typedef struct ss_ctx {
     ss_out out;
     ss_pkt pkt, copy;            /* the packet in flight; a multicast copy */
     void *ext[SS_NEXT > 0 ? SS_NEXT : 1];   /* register / counter cell arrays (borrowed) */
-    uint8_t scratch[SS_SCRATCH];
+    uint8_t scratch[SS_SCRATCH];            /* data list + payload of a checksum *_with_payload */
     uint64_t now;                           /* the input frame's time (us): what meters see */
-    int16_t mirror[SS_MIRROR_SESSIONS];     /* clone session -> port, -1: none (mirroring_add) */            /* data list + payload of a checksum *_with_payload */
+    ss_event events[SS_EVENT_CAP];          /* log_msg / digest calls since the last drain */
+    int32_t nevents;
+    uint64_t events_lost;                   /* calls beyond SS_EVENT_CAP before a drain */
+    int16_t mirror[SS_MIRROR_SESSIONS];     /* clone session -> port, -1: none (mirroring_add) */
 } ss_ctx;
+
+/* Room for one log_msg/digest call's values, or NULL (counted) when the queue is full. */
+static inline ss_event *ss_event_push(ss_ctx *x, int64_t id)
+{
+    if (x->nevents >= SS_EVENT_CAP) {
+        x->events_lost++;
+        return NULL;
+    }
+    ss_event *e = &x->events[x->nevents++];
+    e->id = id;
+    return e;
+}
 
 #endif

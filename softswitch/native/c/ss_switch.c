@@ -255,6 +255,21 @@ SS_API ss_out *ss_out_of(ss_ctx *x) { return &x->out; }
 SS_API int ss_table_count(void) { return SS_NTABLES; }
 SS_API int ss_ext_count(void) { return SS_NEXT; }
 
+/* The queued log_msg/digest calls (*n of them, *lost beyond the queue's room), which the
+ * caller reads before ss_events_clear. */
+SS_API const ss_event *ss_events_of(ss_ctx *x, int32_t *n, uint64_t *lost)
+{
+    *n = x->nevents;
+    *lost = x->events_lost;
+    return x->events;
+}
+
+SS_API void ss_events_clear(ss_ctx *x)
+{
+    x->nevents = 0;
+    x->events_lost = 0;
+}
+
 /* Replace the mirror sessions (mirroring_add): n session ids and their ports. */
 SS_API void ss_mirror_load(ss_ctx *x, int n, const int32_t *ids, const int32_t *ports)
 {
