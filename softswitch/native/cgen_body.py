@@ -593,6 +593,14 @@ class CBody:
         self.ind -= 1
         self.line("}")
 
+    def f_assert(self, e, cond):
+        """A false condition drops the whole frame (ss_assert_fail), as on the Python path;
+        the call site is logged by the Python side."""
+        self.prog.uses.add("assert")
+        self.line(f"if (!({self.expr(cond)})) ss_assert_fail(x, {self.prog.add_event('assert', str(e.loc), 0)});")
+
+    f_assume = f_assert
+
     def data_hash(self, e, data, algo, with_payload=False) -> str:
         """C name of a variable holding hash `algo` of the data list (emitted here): the
         leaves packed MSB-first into bytes, zero bits padding the last one, then (with

@@ -310,7 +310,8 @@ class ProgramGen:
                 f"#define SS_EVENT_CAP {EVENT_CAP if self.events else 1}",
                 f"#define SS_EVENT_VALS {max([1] + [n for _, _, n in self.events])}",
                 *(f"#define SS_HAS_{u.upper()} {int(u in self.uses)}"
-                  for u in ("clone", "resubmit", "recirc", "truncate")),
+                  for u in ("clone", "resubmit", "recirc", "truncate", "assert")),
+                f"#define SS_ASSERT_BUFS {20 if 'assert' in self.uses else 1}",
                 '#include "ss_ctx.h"', ""]
         src = head + self.prototypes + [""] + self.action_defs + body + self.init_tables() + \
             [""] + self.preserve(meta_t) + ["", '#include "ss_switch.c"', ""]

@@ -22,7 +22,8 @@ from softswitch.target.switch import STAT_KEYS, _worth_logging
 
 # ssrt.h's ss_stats, in its order
 C_STATS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_errors", "oversized",
-           "multicast_copies", "errors", "clones", "resubmits", "recirculations", "loop_limit_drops", "digests")
+           "multicast_copies", "errors", "clones", "resubmits", "recirculations", "loop_limit_drops", "digests",
+           "assert_failures")
 
 
 class _Stats(ctypes.Structure):
@@ -128,6 +129,7 @@ class CompiledSwitch:
         lib.ss_events_clear.argtypes = (ctypes.c_void_p,)
         self._events_lost = 0
         self._digests_drained = 0
+        self._asserts_drained = 0
 
     def drain_events(self) -> None:
         """log_msg and digest calls queued by C since the last drain, handled as the Python
@@ -145,6 +147,11 @@ class CompiledSwitch:
             vals = tuple(evs[i].vals[:nvals])
             if kind == "log":
                 self.log.info("log_msg: %s", format_log(text, vals))
+            elif kind == "assert":
+                self._asserts_drained += 1
+                if _worth_logging(self._asserts_drained):
+                    self.log.error("assert/assume failed at %s: packet dropped (%d so far)",
+                                   text, self._asserts_drained)
             else:
                 sw.digests.append((text, vals))
         self.lib.ss_events_clear(self.ctx)

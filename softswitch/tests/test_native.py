@@ -263,3 +263,30 @@ def test_other_extern_instances_are_refused_by_name(tmp_path, source, construct)
     with pytest.raises(Unsupported) as e:
         CompiledSwitch(Switch.from_file(str(p), include_dirs=[str(PROGRAMS)]))
     assert e.value.construct == construct
+
+
+def test_a_failing_assert_drops_the_whole_frame_on_both_paths(caplog):
+    """tm_mix.p4: a multicast copy to port 2 leaves, then the copy to port 4 makes an E2E
+    clone whose egress fails an assert: the whole frame is dropped (its port 2 output too),
+    counted and logged with the source location, and the next frame is unaffected."""
+    outs = []
+    for compiled in (False, True):
+        sw = Switch.from_file(str(PROGRAMS / "tm_mix.p4"), log=logging.getLogger(f"test.assert.{compiled}"))
+        api = RuntimeAPI(sw.state)
+        for cmd in ("mc_mgrp_create 5", "mc_node_create 3 2 4", "mc_node_associate 5 0", "mirroring_add 5 7",
+                    "table_add ing mcast 2 0&&&0 => 5 1", "table_add ing fwd 1 0&&&0 => 2 1",
+                    "table_add eg e2e 4 0&&&0 => 5 1"):
+            assert not api.execute(cmd).startswith("Error"), cmd
+        if compiled:
+            sw = CompiledSwitch(sw)
+        with caplog.at_level(logging.INFO, logger=sw.log.name):
+            dropped = sw.process(1, bytes.fromhex("020000000002" "020000000001" "9000") + bytes(20))
+            kept = sw.process(1, bytes.fromhex("020000000001" "020000000001" "9000") + bytes(20))
+        logged = [r.getMessage() for r in caplog.records if "assert/assume failed" in r.getMessage()]
+        outs.append((dropped, kept, sw.stats, logged))
+        caplog.clear()
+    assert outs[0] == outs[1]
+    dropped, kept, stats, logged = outs[1]
+    assert dropped == [] and [p for p, _ in kept] == [2]
+    assert stats["assert_failures"] == 1 and stats["multicast_copies"] == 2 and stats["clones"] == 1
+    assert len(logged) == 1 and "tm_mix.p4:" in logged[0]

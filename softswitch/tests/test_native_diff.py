@@ -591,7 +591,8 @@ def test_a_cell_difference_is_caught():
 def test_the_traffic_manager_examples_reach_every_pass():
     """tm_mix's random examples must clone (I2E and E2E), resubmit, recirculate, multicast
     and hit the pass limit, else test_compiled_equals_python would compare little of it."""
-    seen = {k: 0 for k in ("clones", "resubmits", "recirculations", "multicast_copies", "loop_limit_drops")}
+    seen = {k: 0 for k in ("clones", "resubmits", "recirculations", "multicast_copies", "loop_limit_drops",
+                           "assert_failures")}
     itypes = set()
     for seed in range(6):
         py = Switch.from_file(str(PROGRAMS["tm_mix"]))

@@ -7,6 +7,8 @@
 #ifndef SS_CTX_H
 #define SS_CTX_H
 
+#include <setjmp.h>
+
 /* one log_msg or digest call: its call site and values, for the Python side to drain */
 typedef struct {
     int64_t id;
@@ -26,6 +28,9 @@ typedef struct ss_ctx {
     int32_t nevents;
     uint64_t events_lost;                   /* calls beyond SS_EVENT_CAP before a drain */
     int16_t mirror[SS_MIRROR_SESSIONS];     /* clone session -> port, -1: none (mirroring_add) */
+    jmp_buf abort;                          /* a failing assert/assume ends the frame here */
+    uint8_t *recirc_bufs[SS_ASSERT_BUFS];   /* recirculation frames in flight (freed on abort) */
+    int nrecirc;
 } ss_ctx;
 
 /* Room for one log_msg/digest call's values, or NULL (counted) when the queue is full. */
@@ -38,6 +43,14 @@ static inline ss_event *ss_event_push(ss_ctx *x, int64_t id)
     ss_event *e = &x->events[x->nevents++];
     e->id = id;
     return e;
+}
+
+/* assert/assume failed: the whole frame is dropped, as on the Python path (BMv2 would
+ * abort the switch); the call site goes to the Python side to be logged. */
+__attribute__((noreturn, noinline)) static void ss_assert_fail(ss_ctx *x, int64_t site)
+{
+    ss_event_push(x, site);
+    longjmp(x->abort, 1);
 }
 
 #endif

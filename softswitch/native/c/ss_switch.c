@@ -126,7 +126,11 @@ static void ss_egress(ss_ctx *x, ss_pkt *p, uint32_t eport, uint32_t itype, uint
         n = (uint32_t)p->_trunc_len;
     if (recirc) {
         x->stats.recirculations++;
+        if (SS_HAS_ASSERT)
+            x->recirc_bufs[x->nrecirc++] = dst;
         ss_recirculate(x, p, dst, n, now, passes);
+        if (SS_HAS_ASSERT)
+            x->nrecirc--;
         free(dst);
         return;
     }
@@ -200,6 +204,21 @@ static void ss_ingress_pass(ss_ctx *x, ss_pkt *p, ss_pkt *cp, uint32_t port, con
     }
 }
 
+/* Arms the assert/assume abort for one frame: returns 0 when armed, 1 when an assert
+ * failed, after this frame's outputs and recirculation buffers were dropped (the Python
+ * path raises AssertFailed out of the whole frame). A macro: setjmp's frame must stay. */
+#define ss_guard(x, before) (setjmp((x)->abort) ? (ss_aborted((x), (before)), 1) : 0)
+
+static void ss_aborted(ss_ctx *x, int before)
+{
+    while (x->nrecirc > 0)
+        free(x->recirc_bufs[--x->nrecirc]);
+    x->out.used = before ? x->out.frames[before - 1].off + x->out.frames[before - 1].len : 0;
+    x->out.n = before;
+    x->stats.assert_failures++;
+    x->stats.dropped++;
+}
+
 /* One frame in: its outputs are appended to x->out; returns how many were added. */
 static int ss_run_packet(ss_ctx *x, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now)
 {
@@ -214,6 +233,8 @@ static int ss_run_packet(ss_ctx *x, uint32_t port, const uint8_t *data, uint32_t
     memset(p, 0, sizeof *p);
     x->now = now;
     int passes = 0;
+    if (SS_HAS_ASSERT && ss_guard(x, before))
+        return 0;
     ss_ingress_pass(x, p, &x->copy, port, data, len, now, SS_NORMAL, &passes);
     int added = x->out.n - before;
     x->stats.packets_out += (uint64_t)added;

@@ -257,7 +257,8 @@ void ss_out_free(ss_out *o);
 /* what the Python side reads as Switch.stats */
 typedef struct {
     uint64_t packets_in, packets_out, dropped, parser_errors, checksum_errors, oversized,
-        multicast_copies, errors, clones, resubmits, recirculations, loop_limit_drops, digests;
+        multicast_copies, errors, clones, resubmits, recirculations, loop_limit_drops, digests,
+        assert_failures;
 } ss_stats;
 
 #endif

@@ -3,7 +3,8 @@
  * that may not exist), resubmit and recirculate with field lists (bounded by a limit
  * from the table, or not: then the chain is cut after 16 passes), multicast, truncate
  * and drops, chosen by random table entries. Every pass writes what it saw
- * (instance_type, egress_rid, the metadata that survived) into the frame.
+ * (instance_type, egress_rid, the metadata that survived) into the frame. A failing
+ * assert/assume drops the whole input frame, outputs of its earlier passes included.
  *
  * Frame: ethernet | [ipv4 when etherType 0x0800] | payload
  */
@@ -94,6 +95,7 @@ control Ing(inout headers hdr, inout metadata meta, inout standard_metadata_t sm
         ing.apply();
         hdr.ethernet.dst[47:40] = (bit<8>)sm.instance_type;
         hdr.ethernet.dst[39:32] = meta.count;
+        assume(hdr.ethernet.src[7:0] != 0x35);
     }
 }
 
@@ -125,6 +127,8 @@ control Eg(inout headers hdr, inout metadata meta, inout standard_metadata_t sm)
         hdr.ethernet.src[31:24] = meta.notkept;
         hdr.ethernet.src[39:32] = sm.egress_rid[7:0];
         hdr.ethernet.etherType = meta.mark;
+        // a failing assert drops the whole frame: also the clones and copies already out
+        assert(sm.instance_type != 2 || meta.kept != 1);
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
             hdr.ipv4.id = (bit<16>)sm.packet_length;
