@@ -375,7 +375,7 @@ def _compile(program: A.Program, device_id: int) -> CompiledPipeline:
         state=state, parse=g["parse"], verify_checksum=g["c_verify_checksum"],
         ingress=g["c_ingress"], egress=g["c_egress"], compute_checksum=g["c_compute_checksum"],
         deparse=g["deparse"], new_headers=g[class_name(hdr_t)], new_meta=g[class_name(meta_t)],
-        new_sm=g[class_name(sm_t)], field_lists=_field_lists(meta_t),
+        new_sm=g[class_name(sm_t)], field_lists=metadata_field_lists(meta_t),
         source=src, errors=unit.errors)
 
 
@@ -396,7 +396,7 @@ def _declared_ids(program: A.Program) -> dict:
     return ids
 
 
-def _field_lists(meta_t) -> dict:
+def metadata_field_lists(meta_t) -> dict:
     """{index: (field names)} from @field_list(i, ...) on user metadata fields, as p4c
     builds the lists that clone/resubmit/recirculate_preserving_field_list(i) keep."""
     lists: dict = {}

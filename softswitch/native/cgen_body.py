@@ -24,6 +24,11 @@ from softswitch.frontend.p4types import wrap as const_wrap
 from softswitch.native.cgen_types import Unsupported, is_aggregate, scalar_width, type_name
 
 MASK64 = (1 << 64) - 1
+# v1model HashAlgorithm -> the C function (ssrt.h). `random` stays on the Python path: a
+# hash of random bits cannot give the same answer on both paths. The _custom ones use
+# the default parameters on the Python path too (set_crc*_parameters is not supported).
+HASH_C = {"crc16": "ss_crc16", "crc32": "ss_crc32", "csum16": "ss_csum16", "xor16": "ss_xor16",
+          "identity": "ss_identity", "crc16_custom": "ss_crc16", "crc32_custom": "ss_crc32"}
 
 
 def cmask(w: int) -> str:
@@ -243,11 +248,13 @@ class CBody:
 
     def assign(self, lhs, rhs: str):
         if isinstance(lhs, A.Slice):
+            # the whole of what is sliced, with the slice's bits replaced; a slice of a
+            # slice recurses until the base is a true lvalue
             base = self.expr(lhs.expr)
             bw = scalar_width(lhs.expr.type, lhs.loc)
             w = lhs.hi - lhs.lo + 1
             keep = ((1 << bw) - 1) ^ (((1 << w) - 1) << lhs.lo)
-            self.line(f"{base} = ({base} & {keep:#x}ULL) | ((({rhs}) & {cmask(w)}) << {lhs.lo});")
+            self.assign(lhs.expr, f"({base} & {keep:#x}ULL) | ((({rhs}) & {cmask(w)}) << {lhs.lo})")
             return
         self.line(f"{self.expr(lhs)} = {rhs};")
 
@@ -401,6 +408,12 @@ class CBody:
             return self.register_access(e)
         if owner == "counter" and e.method == "count":
             return self.counter_count(e)
+        if owner == "direct_counter" and e.method == "count":
+            return      # the table apply counted the hit, as on the Python path and in BMv2
+        if owner == "meter" and e.method == "execute_meter":
+            return self.meter_execute(e)
+        if owner == "direct_meter" and e.method == "read":
+            return self.assign(e.args[0], "c->_dmeter")
         raise Unsupported(f"{owner}.{e.method}()", e.loc)
 
     # ------------------------------------------------------------ registers and counters
@@ -445,6 +458,19 @@ class CBody:
         self.ind -= 1
         self.line("}")
 
+    def meter_execute(self, e):
+        """The color, or 0 (green) for an index beyond the size (the Python path's rule);
+        a packets meter takes 1 unit, a bytes meter the frame's length at ingress."""
+        info = self.prog.extern(self.ctl, e.target)
+        amount = "1" if info.obj.type == "packets" else "c->_plen"
+        self.line("{")
+        self.ind += 1
+        i = self._index(e.args[0])
+        self.assign(e.args[1], f"({i} < {info.size}ULL ? ss_meter_execute(&((ss_meter *)x->ext[{info.slot}])[{i}], "
+                               f"{amount}, x->now) : 0)")
+        self.ind -= 1
+        self.line("}")
+
     # ------------------------------------------------------------ actions and tables
     def call_action(self, decl: A.ActionDecl, args, loc):
         fn = self.prog.action_fn(self.ctl, decl, loc)
@@ -477,6 +503,14 @@ class CBody:
         self.line(f"int {hit} = {r}->hit;")
         self.line(f"int {act} = {r}->action;")
         self.line(f"(void){hit}; (void){act};")
+        if info.meter_slot >= 0:        # metered before the action runs; a miss reads green
+            amount = "1" if info.meter_packets else "c->_plen"
+            self.line(f"c->_dmeter = {r}->slot >= 0 ? ss_meter_execute(&((ss_meter *)x->ext[{info.meter_slot}])"
+                      f"[{r}->slot], {amount}, x->now) : 0;")
+        if info.counter_slot >= 0:      # counted before the action runs, as on the Python path
+            s = info.counter_slot
+            self.line(f"if ({r}->slot >= 0) {{ ((uint64_t *)x->ext[{s}])[{r}->slot]++; "
+                      f"((uint64_t *)x->ext[{s + 1}])[{r}->slot] += c->_plen; }}")
         self.line(f"switch ({act}) {{")
         for i, ref in enumerate(tdecl.actions):
             fn = self.prog.action_fn(self.ctl, ref.action, mc.loc)
@@ -490,42 +524,142 @@ class CBody:
         s = self.expr(sm) if sm is not None else "c->sm"
         self.line(f"{s}.f_egress_spec = 511; {s}.f_mcast_grp = 0;")
 
-    def checksum(self, e, data, algo) -> str:
-        """C name of a variable holding the csum16 of the data list (emitted here)."""
-        alg = algo.value if isinstance(algo, A.Literal) else getattr(algo, "name", "?")
-        if alg != "csum16":
-            raise Unsupported(f"checksum algorithm {alg}", e.loc)
-        leaves = flatten(data)
-        total = 0
+    # Requests to the traffic manager: recorded in the packet, served by ss_switch.c after
+    # the control, in the Python path's order. A field list index of all ones (the forms
+    # without a list, and clone) keeps nothing.
+    def f_clone(self, e, ctype, session):
+        self._clone(session, "~0ULL")
+
+    def f_clone_preserving_field_list(self, e, ctype, session, index):
+        self._clone(session, self.expr(index))
+
+    def _clone(self, session, fl: str):
+        self.prog.uses.add("clone")
+        self.line(f"c->_clone = 1; c->_clone_sess = {self.expr(session)}; c->_clone_fl = {fl};")
+
+    def f_resubmit_preserving_field_list(self, e, index):
+        self._request("resubmit", "_resub", self.expr(index))
+
+    def f_recirculate_preserving_field_list(self, e, index):
+        self._request("recirc", "_recirc", self.expr(index))
+
+    def f_resubmit(self, e, *args):
+        self._request("resubmit", "_resub", "~0ULL")
+
+    def f_recirculate(self, e, *args):
+        self._request("recirc", "_recirc", "~0ULL")
+
+    def _request(self, use: str, member: str, fl: str):
+        self.prog.uses.add(use)
+        self.line(f"c->{member} = 1; c->{member}_fl = {fl};")
+
+    def f_truncate(self, e, length):
+        self.prog.uses.add("truncate")
+        self.line(f"c->_trunc = 1; c->_trunc_len = {self.expr(length)};")
+
+    # log_msg and digest: the values go to a queue in the context (ss_event) that the
+    # Python side drains after each frame or batch and turns into what the Python path
+    # does: log_msg lines in the log, digests in Switch.digests and the log. Only bit<W>
+    # values (and enums over bit<W>), whose Python values are plain ints.
+    def f_log_msg(self, e, msg, data=None):
+        if not (isinstance(msg, A.Literal) and isinstance(msg.value, str)):
+            raise Unsupported("log_msg with a message that is not a string constant", e.loc)
+        self._event(e, "log", msg.value, [] if data is None else flatten(data))
+
+    def f_digest(self, e, receiver, data):
+        self._event(e, "digest", getattr(data.type, "name", "digest"), flatten(data))
+
+    def _event(self, e, kind: str, text: str, leaves):
+        what = "digest" if kind == "digest" else "log_msg"
         for x in leaves:
-            total += scalar_width(x.type, x.loc)
-        if total % 8:
-            raise Unsupported(f"checksum over {total} bits (not a whole number of bytes)", e.loc)
-        buf, cs = self.tmp("_cb"), self.tmp("_cs")
-        self.line(f"uint8_t {buf}[{max(1, total // 8)}] = {{0}};")
+            if isinstance(x.type, (A.BoolT, A.ErrorT)):   # Python prints True / a name-less code
+                raise Unsupported(f"a {'bool' if isinstance(x.type, A.BoolT) else 'error'} value in {what}", x.loc)
+            if not isinstance(x.type, (A.BitT, A.EnumT)):
+                raise Unsupported(f"a {type_name(x.type)} in {what}", x.loc)
+            scalar_width(x.type, x.loc)
+        ev = self.tmp("_ev")
+        self.line("{")
+        self.ind += 1
+        if kind == "digest":
+            self.line("x->stats.digests++;")
+        self.line(f"ss_event *{ev} = ss_event_push(x, {self.prog.add_event(kind, text, len(leaves))});")
+        if leaves:
+            self.line(f"if ({ev}) {{")
+            for i, x in enumerate(leaves):
+                self.line(f"    {ev}->vals[{i}] = {self.expr(x)};")
+            self.line("}")
+        else:
+            self.line(f"(void){ev};")
+        self.ind -= 1
+        self.line("}")
+
+    def f_assert(self, e, cond):
+        """A false condition drops the whole frame (ss_assert_fail), as on the Python path;
+        the call site is logged by the Python side."""
+        self.prog.uses.add("assert")
+        self.line(f"if (!({self.expr(cond)})) ss_assert_fail(x, {self.prog.add_event('assert', str(e.loc), 0)});")
+
+    f_assume = f_assert
+
+    def data_hash(self, e, data, algo, with_payload=False) -> str:
+        """C name of a variable holding hash `algo` of the data list (emitted here): the
+        leaves packed MSB-first into bytes, zero bits padding the last one, then (with
+        payload) the unparsed payload, as the Python path's _data_bytes does."""
+        alg = algo.value if isinstance(algo, A.Literal) else getattr(algo, "name", "?")
+        fn = HASH_C.get(alg)
+        if fn is None:
+            raise Unsupported(f"hash algorithm {alg}", e.loc)
+        leaves = flatten(data)
+        total = sum(scalar_width(x.type, x.loc) for x in leaves)
+        nbytes = (total + 7) // 8
+        buf, h = self.tmp("_hb"), self.tmp("_h")
+        if with_payload:
+            # the payload can be a whole frame: it goes to the context's scratch buffer
+            self.prog.scratch = max(self.prog.scratch, nbytes)
+            self.line(f"uint8_t *{buf} = x->scratch;")
+            self.line(f"memset({buf}, 0, {nbytes});")
+        else:
+            self.line(f"uint8_t {buf}[{max(1, nbytes)}] = {{0}};")
         off = 0
         for x in leaves:
             w = scalar_width(x.type, x.loc)
             self.line(f"ss_put({buf}, {off}, {w}, {self.expr(x)});")
             off += w
-        self.line(f"uint64_t {cs} = ss_csum16({buf}, {total // 8});")
-        return cs
+        n = str(nbytes)
+        if with_payload:
+            self.line(f"memcpy({buf} + {nbytes}, c->_pay, c->_paylen);")
+            n = f"{nbytes} + (size_t)c->_paylen"
+        self.line(f"uint64_t {h} = {fn}({buf}, {n});")
+        return h
 
-    def f_verify_checksum(self, e, cond, data, cksum, algo):
+    def f_hash(self, e, result, algo, base, data, maxv):
+        """v1model hash as the Python path (and BMv2): base + (h % max), wrapped to the
+        result's width; max 0 gives base + h (BMv2 would divide by zero)."""
+        scalar_width(result.type, e.loc)
+        self.line("{")
+        self.ind += 1
+        h = self.data_hash(e, data, algo)
+        m = self.tmp("_m")
+        self.line(f"uint64_t {m} = {self.expr(maxv)};")
+        self.assign(result, wrap(f"{self.expr(base)} + ({m} ? {h} % {m} : {h})", result.type))
+        self.ind -= 1
+        self.line("}")
+
+    def f_verify_checksum(self, e, cond, data, cksum, algo, with_payload=False):
         w = scalar_width(cksum.type, e.loc)
         self.line("{")
         self.ind += 1
-        cs = self.checksum(e, data, algo)
+        cs = self.data_hash(e, data, algo, with_payload)
         self.line(f"if (({self.expr(cond)}) && ({cs} & {cmask(w)}) != {self.expr(cksum)}) "
                   f"c->sm.f_checksum_error = 1;")
         self.ind -= 1
         self.line("}")
 
-    def f_update_checksum(self, e, cond, data, cksum, algo):
+    def f_update_checksum(self, e, cond, data, cksum, algo, with_payload=False):
         w = scalar_width(cksum.type, e.loc)
         self.line("{")
         self.ind += 1
-        cs = self.checksum(e, data, algo)
+        cs = self.data_hash(e, data, algo, with_payload)
         self.line(f"if ({self.expr(cond)}) {{")
         self.ind += 1
         self.assign(cksum, f"{cs} & {cmask(w)}")
@@ -533,3 +667,9 @@ class CBody:
         self.line("}")
         self.ind -= 1
         self.line("}")
+
+    def f_verify_checksum_with_payload(self, e, *args):
+        self.f_verify_checksum(e, *args, with_payload=True)
+
+    def f_update_checksum_with_payload(self, e, *args):
+        self.f_update_checksum(e, *args, with_payload=True)

@@ -19,6 +19,7 @@ import itertools
 from dataclasses import dataclass
 
 import softswitch.frontend.p4ast as A
+from softswitch.compiler.pipeline import metadata_field_lists
 from softswitch.native.cgen_body import CBody
 from softswitch.native.cgen_parser import DeparserC, ParserC
 from softswitch.native.cgen_types import CTypes, Unsupported, is_aggregate, scalar_width, type_name
@@ -26,6 +27,7 @@ from softswitch.native.cgen_types import CTypes, Unsupported, is_aggregate, scal
 SLOTS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 MAX_KEYS = 8        # ssrt.h SS_MAX_KEYS
 MAX_ARGS = 16       # ssrt.h SS_MAX_ARGS
+EVENT_CAP = 4096    # log_msg/digest calls queued between two drains; more are counted as lost
 KIND_C = {"exact": "SS_EXACT", "lpm": "SS_LPM", "ternary": "SS_TERNARY"}
 
 
@@ -35,16 +37,20 @@ class TableInfo:
     table: object           # the Python runtime Table it mirrors
     actions: list           # runtime action names, in the order of the C action indexes
     kind: str               # exact | lpm | ternary (the lookup structure)
+    counter_slot: int = -1  # direct counter: packets at ext[slot], bytes at ext[slot + 1]
+    meter_slot: int = -1    # direct meter: ss_meter cells at ext[slot], one per entry handle slot
+    meter_packets: bool = False   # the direct meter counts packets (else bytes)
 
 
 @dataclass
 class ExternInfo:
-    """A register or an indirect counter: its cells are arrays the Python object adopts
-    (Register.adopt / Counter.adopt) and C reads through ss_ctx.ext[slot] (a counter
-    uses two slots: packets at `slot`, bytes at `slot + 1`)."""
+    """A register, an indirect counter or a table's direct counter: its cells are arrays
+    the Python object adopts (Register.adopt / Counter.adopt / Table.adopt_counter_cells)
+    and C reads through ss_ctx.ext[slot] (a counter uses two slots: packets at `slot`,
+    bytes at `slot + 1`; a direct counter has a cell per entry handle slot)."""
     slot: int
-    obj: object             # the runtime Register / Counter
-    kind: str               # register | counter
+    obj: object             # the runtime Register / Counter / Table
+    kind: str               # register | counter | direct_counter
     ctype: str              # C element type: uint8_t .. uint64_t
     size: int
 
@@ -54,6 +60,8 @@ class CProgram:
     source: str
     tables: list            # [TableInfo]
     externs: list           # [ExternInfo]
+    clones: bool = False    # the program clones: the mirror sessions are copied to C
+    events: list = None     # [(kind, text, nvals)] by event id: log_msg and digest call sites
 
 
 class ProgramGen:
@@ -70,6 +78,15 @@ class ProgramGen:
         self.prototypes: list[str] = []
         self.externs: dict = {}          # (control name, instance name) -> ExternInfo
         self._ext_slots = 0
+        self.scratch = 0                 # bytes of data list before a payload (checksums with payload)
+        self.uses: set[str] = set()      # traffic-manager requests the program makes: clone, resubmit, ...
+        self.events: list = []           # [(kind, message or digest name, number of values)]
+
+    def add_event(self, kind: str, text: str, nvals: int) -> int:
+        """The id of a log_msg or digest call site: what the Python side needs to turn
+        its queued values back into the Python path's log line or digest."""
+        self.events.append((kind, text, nvals))
+        return len(self.events) - 1
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -86,24 +103,43 @@ class ProgramGen:
         for t in ctl.locals:
             if not isinstance(t, A.TableDecl):
                 continue
-            if t.counters:
-                raise Unsupported(f"direct counter {t.counters} on table {t.name}", t.loc)
-            if t.meters:
-                raise Unsupported(f"direct meter {t.meters} on table {t.name}", t.loc)
             if len(t.keys) > MAX_KEYS:
                 raise Unsupported(f"table {t.name} with more than {MAX_KEYS} keys", t.loc)
             kinds = [k.match_kind for k in t.keys]
             for k in t.keys:
-                if k.match_kind not in ("exact", "lpm", "ternary", "optional"):
+                if k.match_kind not in ("exact", "lpm", "ternary", "optional", "range"):
                     raise Unsupported(f"{k.match_kind} match key {k.name} of table {t.name}", t.loc)
                 scalar_width(k.expr.type, k.expr.loc)
-            kind = "ternary" if ("ternary" in kinds or "optional" in kinds) else \
+            kind = "ternary" if ("ternary" in kinds or "optional" in kinds or "range" in kinds) else \
                 "lpm" if "lpm" in kinds else "exact"
             table = self.state.tables[t.runtime_name or f"{ctl.name}.{t.name}"]
             names = [a.action.runtime_name or a.action.name for a in t.actions]
             info = TableInfo(len(self.tables), table, names, kind)
+            if t.counters:
+                info.counter_slot = self._direct_counter(ctl, t, table)
+            if t.meters:
+                info.meter_slot, info.meter_packets = self._direct_meter(ctl, t, table)
             self.tables[(ctl.name, t.name)] = info
             self._decls[(ctl.name, t.name)] = t
+
+    def _direct_counter(self, ctl, t: A.TableDecl, table) -> int:
+        """Two extern slots (packets, bytes) with a cell per entry handle slot: the table's
+        entries adopt them as their counters (Table.adopt_counter_cells)."""
+        slot = self._ext_slots
+        self.externs[(ctl.name, f"{t.name}.{t.counters}")] = \
+            ExternInfo(slot, table, "direct_counter", "uint64_t", table.size)
+        self._ext_slots += 2
+        return slot
+
+    def _direct_meter(self, ctl, t: A.TableDecl, table) -> tuple:
+        """One extern slot with an ss_meter per entry handle slot, which the DirectMeter
+        adopts (new entries' cells included); (slot, whether it meters packets)."""
+        dm = table.direct_meter
+        slot = self._ext_slots
+        self.externs[(ctl.name, f"{t.name}.{t.meters}")] = \
+            ExternInfo(slot, dm, "direct_meter", "ss_meter", table.size)
+        self._ext_slots += 1
+        return slot, dm.type == "packets"
 
     def table_decl(self, ctl, target) -> A.TableDecl:
         key = (ctl.name if ctl is not None else "", target.name)
@@ -130,6 +166,8 @@ class ProgramGen:
             out.append(f"    x->tables[{i}].kind = {KIND_C[info.kind]};  /* {info.table.name} */")
             out.append(f"    x->tables[{i}].nkeys = {len(t.keys)};")
             for j, k in enumerate(t.keys):
+                if k.match_kind == "range":
+                    out.append(f"    x->tables[{i}].range_keys |= 1u << {j};")
                 if k.match_kind == "lpm":
                     out.append(f"    x->tables[{i}].lpm_key = {j};")
                     out.append(f"    x->tables[{i}].lpm_width = {scalar_width(k.expr.type)};")
@@ -202,6 +240,10 @@ class ProgramGen:
                 obj, nslots = self.state.registers[name], 1
             elif kind == "counter":
                 obj, ctype, nslots = self.state.counters[name], "uint64_t", 2
+            elif kind == "meter":
+                obj, ctype, nslots = self.state.meters[name], "ss_meter", 1
+            elif kind in ("direct_counter", "direct_meter"):
+                continue        # their cells belong to the table (add_tables)
             else:
                 raise Unsupported(f"extern {kind} {d.name}", d.loc)
             self.externs[(ctl.name, d.name)] = ExternInfo(self._ext_slots, obj, kind, ctype, obj.size)
@@ -245,7 +287,13 @@ class ProgramGen:
         body += dep.gen() + [""]
 
         pkt = ["typedef struct {", f"    {hdr_c} hdr;", f"    {meta_c} meta;", f"    {sm_c} sm;",
-               "    uint64_t _plen;    /* the frame's length at ingress: what counters count */"]
+               "    uint64_t _plen;    /* the frame's length at ingress: what counters count */",
+               "    const uint8_t *_pay;    /* the unparsed payload */",
+               "    uint32_t _paylen;",
+               "    /* requests to the traffic manager (clone, resubmit, recirculate, truncate) */",
+               "    uint8_t _clone, _resub, _recirc, _trunc;",
+               "    uint64_t _dmeter;    /* the color of the last direct meter (direct_meter.read) */",
+               "    uint64_t _clone_sess, _clone_fl, _resub_fl, _recirc_fl, _trunc_len;"]
         for slot in ("verify_checksum", "ingress", "egress", "compute_checksum"):
             decls = [d for s, d in local_members if s == slot]
             if decls:
@@ -257,12 +305,33 @@ class ProgramGen:
                 '#include "ssrt.h"', ""] + self.types.lines + pkt + [
                 f"#define SS_NTABLES {len(self.tables)}", f"#define SS_NEXT {self._ext_slots}",
                 f"#define SS_HDR_MAX {dep.max_bytes}",
+                f"#define SS_SCRATCH {self.scratch + 65536 if self.scratch else 1}",
+                f"#define SS_MIRROR_SESSIONS {32768 if 'clone' in self.uses else 1}",
+                f"#define SS_EVENT_CAP {EVENT_CAP if self.events else 1}",
+                f"#define SS_EVENT_VALS {max([1] + [n for _, _, n in self.events])}",
+                *(f"#define SS_HAS_{u.upper()} {int(u in self.uses)}"
+                  for u in ("clone", "resubmit", "recirc", "truncate", "assert")),
+                f"#define SS_ASSERT_BUFS {20 if 'assert' in self.uses else 1}",
                 '#include "ss_ctx.h"', ""]
         src = head + self.prototypes + [""] + self.action_defs + body + self.init_tables() + \
-            ["", '#include "ss_switch.c"', ""]
+            [""] + self.preserve(meta_t) + ["", '#include "ss_switch.c"', ""]
         tables = sorted(self.tables.values(), key=lambda i: i.index)
         externs = sorted(self.externs.values(), key=lambda e: e.slot)
-        return CProgram("\n".join(src), tables, externs)
+        return CProgram("\n".join(src), tables, externs, "clone" in self.uses, self.events)
+
+    def preserve(self, meta_t) -> list[str]:
+        """gen_preserve: the user metadata a clone, resubmit or recirculation keeps, the
+        fields of @field_list(fl) as the Python path's Switch._preserve (p4c builds the
+        lists alike); any other fl (the forms without a list) keeps nothing."""
+        out = ["static void gen_preserve(ss_pkt *dst, const ss_pkt *src, uint64_t fl)", "{",
+               "    (void)dst; (void)src;", "    switch (fl) {"]
+        for idx, names in sorted(metadata_field_lists(meta_t).items()):
+            if idx < 0:
+                continue
+            out.append(f"    case {idx}ULL:")
+            out += [f"        dst->meta.f_{n} = src->meta.f_{n};" for n in names]
+            out.append("        break;")
+        return out + ["    default: break;", "    }", "}"]
 
     def control(self, ctl: A.ControlDecl, slot: str, params: dict, fname: str) -> list[str]:
         g = CBody(self, ctl, params, exit_code="goto L_exit;", return_code="goto L_exit;")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 
 from softswitch.native.cgen_program import MAX_ARGS
+from softswitch.runtime.state_tables import HANDLE_SLOT_MASK
 
 u64p = ctypes.POINTER(ctypes.c_uint64)
 i32p = ctypes.POINTER(ctypes.c_int32)
@@ -24,13 +25,15 @@ def declare(lib) -> None:
     lib.ss_table_at.restype = ctypes.c_void_p
     lib.ss_table_at.argtypes = (ctypes.c_void_p, ctypes.c_int)
     lib.ss_table_load.restype = ctypes.c_int
-    lib.ss_table_load.argtypes = (ctypes.c_void_p, ctypes.c_int, u64p, u64p, i32p, i32p, u64p)
+    lib.ss_table_load.argtypes = (ctypes.c_void_p, ctypes.c_int, u64p, u64p, i32p, i32p, u64p, i32p)
     lib.ss_table_set_default.restype = None
     lib.ss_table_set_default.argtypes = (ctypes.c_void_p, ctypes.c_int32, u64p)
     lib.ss_pre_of.restype = ctypes.c_void_p
     lib.ss_pre_of.argtypes = (ctypes.c_void_p,)
     lib.ss_pre_load.restype = ctypes.c_int
     lib.ss_pre_load.argtypes = (ctypes.c_void_p, ctypes.c_int, i32p, i32p, i32p, i32p)
+    lib.ss_mirror_load.restype = None
+    lib.ss_mirror_load.argtypes = (ctypes.c_void_p, ctypes.c_int, i32p, i32p)
 
 
 def _prefix_mask(width: int, plen: int) -> int:
@@ -42,11 +45,12 @@ def _args(values) -> list[int]:
 
 
 def table_image(info) -> tuple:
-    """(n, vals, masks, plens, actions, args) flat lists of one table's entries, as
-    ss_table_load takes them."""
+    """(n, vals, masks, plens, actions, args, slots) flat lists of one table's entries, as
+    ss_table_load takes them (slots: each entry's handle slot, where its direct counter
+    cells are)."""
     t = info.table
     index = {name: i for i, name in enumerate(info.actions)}
-    vals, masks, plens, actions, args = [], [], [], [], []
+    vals, masks, plens, actions, args, slots = [], [], [], [], [], []
     entries = t.entries_in_lookup_order()
     for e in entries:
         for k, m in zip(t.keys, e.match):
@@ -56,6 +60,10 @@ def table_image(info) -> tuple:
                     v, mask = m, full
                 elif k.match_kind == "lpm":
                     v, mask = m[0], _prefix_mask(k.width, m[1])
+                elif k.match_kind == "range":       # (low, high), compared whole by C
+                    vals.append(m[0])
+                    masks.append(m[1])
+                    continue
                 else:
                     v, mask = m
                 vals.append(v & mask)
@@ -68,7 +76,8 @@ def table_image(info) -> tuple:
             plens.append(0)
         actions.append(index.get(e.action.name, -1))
         args += _args(e.args)
-    return len(entries), vals, masks, plens, actions, args
+        slots.append(e.handle & HANDLE_SLOT_MASK)
+    return len(entries), vals, masks, plens, actions, args, slots
 
 
 def _array(ctype, values):
@@ -76,10 +85,12 @@ def _array(ctype, values):
 
 
 class StateMirror:
-    def __init__(self, lib, ctx, tables, pre):
+    def __init__(self, lib, ctx, tables, pre, mirroring=None):
         self.lib, self.ctx = lib, ctx
         self.tables = tables                 # [cgen_program.TableInfo]
         self.pre = pre
+        self.mirroring = mirroring           # clone sessions (None: the program never clones)
+        self._mirroring_seen = None
         self._seen = [None] * len(tables)
         self._pre_seen = None
         self.rebuilds = 0                    # how many C copies were rebuilt (for tests)
@@ -92,14 +103,23 @@ class StateMirror:
         if self.pre.version != self._pre_seen:
             self._load_pre()
             self._pre_seen = self.pre.version
+        if self.mirroring is not None and self.mirroring.version != self._mirroring_seen:
+            self._load_mirroring()
+            self._mirroring_seen = self.mirroring.version
+
+    def _load_mirroring(self) -> None:
+        ids = sorted(self.mirroring.sessions)
+        ports = [self.mirroring.sessions[i] for i in ids]
+        self.lib.ss_mirror_load(self.ctx, len(ids), _array(ctypes.c_int32, ids), _array(ctypes.c_int32, ports))
+        self.rebuilds += 1
 
     def _load_table(self, info) -> None:
         lib = self.lib
         ptr = lib.ss_table_at(self.ctx, info.index)
-        n, vals, masks, plens, actions, args = table_image(info)
+        n, vals, masks, plens, actions, args, slots = table_image(info)
         rc = lib.ss_table_load(ptr, n, _array(ctypes.c_uint64, vals), _array(ctypes.c_uint64, masks),
                                _array(ctypes.c_int32, plens), _array(ctypes.c_int32, actions),
-                               _array(ctypes.c_uint64, args))
+                               _array(ctypes.c_uint64, args), _array(ctypes.c_int32, slots))
         if rc != 0:
             raise MirrorError(f"out of memory copying table {info.table.name} ({n} entries) to the "
                               f"compiled data path")

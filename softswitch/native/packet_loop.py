@@ -57,6 +57,7 @@ class NativePacketLoop:
         wake = (ctypes.c_int32 * max(1, len(wake_fds)))(*wake_fds)
         rc = self.lib.ss_loop_run(self.compiled.ctx, self.bufs, self.ports, len(self.ports), wake,
                                   len(wake_fds), int(timeout_ms))
+        self.compiled.drain_events()
         if rc < 0:
             raise PacketLoopError(-rc, f"the compiled packet loop's poll() failed (errno {-rc})")
         return rc

@@ -17,15 +17,29 @@ from softswitch.native.build import BuildError, load_library
 from softswitch.native.cgen_program import generate
 from softswitch.native.cgen_types import Unsupported
 from softswitch.native.mirror import StateMirror, declare
-from softswitch.target.switch import STAT_KEYS
+from softswitch.runtime.v1model import format_log
+from softswitch.target.switch import STAT_KEYS, _worth_logging
 
 # ssrt.h's ss_stats, in its order
 C_STATS = ("packets_in", "packets_out", "dropped", "parser_errors", "checksum_errors", "oversized",
-           "multicast_copies", "errors")
+           "multicast_copies", "errors", "clones", "resubmits", "recirculations", "loop_limit_drops", "digests",
+           "assert_failures")
 
 
 class _Stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in C_STATS]
+
+
+class _Bucket(ctypes.Structure):
+    """ssrt.h's ss_bucket."""
+    _fields_ = [("rate", ctypes.c_double), ("burst", ctypes.c_int64), ("tokens", ctypes.c_int64),
+                ("last", ctypes.c_int64), ("color", ctypes.c_int64)]
+
+
+class _MeterRecord(ctypes.Structure):
+    """ssrt.h's ss_meter: what runtime.state.MeterCellView reads and writes."""
+    _fields_ = [("configured", ctypes.c_int64), ("has_origin", ctypes.c_int64), ("origin", ctypes.c_int64),
+                ("b", _Bucket * 2)]
 
 
 class _Frame(ctypes.Structure):
@@ -73,7 +87,9 @@ class CompiledSwitch:
         self._stats = lib.ss_stats_of(self.ctx).contents
         self._out = lib.ss_out_of(self.ctx).contents
         self._bind_externs()
-        self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre)
+        self._declare_events()
+        self.mirror = StateMirror(lib, self.ctx, self.cprogram.tables, self.state.pre,
+                                  self.state.mirroring if self.cprogram.clones else None)
         self.mirror.sync()
 
     def _bind_externs(self) -> None:
@@ -88,12 +104,77 @@ class CompiledSwitch:
             if info.kind == "register":
                 arrays = [(ctypes_of[info.ctype] * info.size)()]
                 info.obj.adopt(*arrays)
-            else:
+            elif info.kind == "counter":
                 arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
                 info.obj.adopt(*arrays)
+            elif info.kind == "direct_counter":     # a cell per entry handle slot of the table
+                arrays = [(ctypes.c_uint64 * info.size)(), (ctypes.c_uint64 * info.size)()]
+                info.obj.adopt_counter_cells(*arrays)
+            else:           # meter / direct_meter: a record per cell (entry handle slot)
+                arrays = [(_MeterRecord * info.size)()]
+                info.obj.adopt(arrays[0])
             for k, cells in enumerate(arrays):
                 if self.lib.ss_ext_bind(self.ctx, info.slot + k, ctypes.addressof(cells)) != 0:
                     raise RuntimeError(f"extern slot {info.slot + k} of {info.obj.name} does not exist in C")
+
+    def _declare_events(self) -> None:
+        nvals = max([1] + [n for _, _, n in self.cprogram.events])
+
+        class Event(ctypes.Structure):          # ss_ctx.h's ss_event for this program
+            _fields_ = [("id", ctypes.c_int64), ("vals", ctypes.c_uint64 * nvals)]
+        lib = self.lib
+        lib.ss_events_of.restype = ctypes.POINTER(Event)
+        lib.ss_events_of.argtypes = (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint64))
+        lib.ss_events_clear.restype = None
+        lib.ss_events_clear.argtypes = (ctypes.c_void_p,)
+        self._events_lost = 0
+        self._digests_drained = 0
+        self._asserts_drained = 0
+
+    def drain_events(self) -> None:
+        """log_msg and digest calls queued by C since the last drain, handled as the Python
+        path does: each log_msg line logged, digests appended to Switch.digests (the newest
+        kept) and logged, the first ten and then every thousandth. Calls beyond the queue's
+        room (a long C loop round) are counted (events_lost) and logged once per drain;
+        stats['digests'] counts every digest either way."""
+        if not self.cprogram.events:
+            return
+        n, lost = ctypes.c_int32(), ctypes.c_uint64()
+        evs = self.lib.ss_events_of(self.ctx, ctypes.byref(n), ctypes.byref(lost))
+        sw = self.switch
+        for i in range(n.value):
+            kind, text, nvals = self.cprogram.events[evs[i].id]
+            vals = tuple(evs[i].vals[:nvals])
+            if kind == "log":
+                self.log.info("log_msg: %s", format_log(text, vals))
+            elif kind == "assert":
+                self._asserts_drained += 1
+                if _worth_logging(self._asserts_drained):
+                    self.log.error("assert/assume failed at %s: packet dropped (%d so far)",
+                                   text, self._asserts_drained)
+            else:
+                sw.digests.append((text, vals))
+        self.lib.ss_events_clear(self.ctx)
+        self._log_new_digests()
+        if lost.value:
+            self._events_lost += lost.value
+            self.log.warning("compiled path: %d log_msg/digest calls in one round beyond the queue's "
+                             "room were not logged (%d so far)", lost.value, self._events_lost)
+
+    def _log_new_digests(self) -> None:
+        """Switch._log_digests' rules on the digests drained."""
+        sw = self.switch
+        for name, values in sw.digests[sw._digests_seen:]:
+            self._digests_drained += 1
+            if _worth_logging(self._digests_drained):
+                self.log.info("digest %s: %s", name, values)
+        if len(sw.digests) > 2 * sw.DIGESTS_KEPT:
+            del sw.digests[:-sw.DIGESTS_KEPT]
+        sw._digests_seen = len(sw.digests)
+
+    @property
+    def digests(self) -> list:
+        return self.switch.digests
 
     @property
     def stats(self) -> dict:
@@ -109,6 +190,7 @@ class CompiledSwitch:
             now_us = time.monotonic_ns() // 1000
         data = bytes(data)
         n = self.lib.ss_process(self.ctx, port, data, len(data), now_us)
+        self.drain_events()
         if n == 0:
             return []
         o = self._out
@@ -130,7 +212,9 @@ class CompiledSwitch:
         discarded: the in-process benchmark's loop. Returns the number of output frames."""
         self.mirror.sync()
         n, ports, datas, lens, _keep = packets if isinstance(packets, tuple) else self.prepare(packets)
-        return self.lib.ss_process_rounds(self.ctx, n, ports, datas, lens, now_us, rounds)
+        out = self.lib.ss_process_rounds(self.ctx, n, ports, datas, lens, now_us, rounds)
+        self.drain_events()
+        return out
 
     def close(self) -> None:
         if self.ctx:

@@ -30,6 +30,7 @@ Semantics follow BMv2's simple_switch:
 from __future__ import annotations
 
 from softswitch.runtime.state_tables import ActionSpec, Entry, KeySpec, Table, TableError  # noqa: F401  (re-exported)
+from softswitch.runtime.state_tables import HANDLE_SLOT_MASK
 
 GREEN, YELLOW, RED = 0, 1, 2
 MAX_PORT = 511            # BMv2's drop port; real ports are below it
@@ -198,6 +199,50 @@ class MeterCell:
         return GREEN
 
 
+class MeterCellView(MeterCell):
+    """A MeterCell whose state lives in a record the compiled data path updates per packet
+    (fields configured, has_origin, origin and b[2], each bucket rate, burst, tokens, last,
+    color, in MeterCell.rates' order: peak first). `rates` and `origin_us` read and write
+    the record, so set_rates/get_rates/reset and the packets act on one state."""
+    __slots__ = ("_rec",)
+
+    def __init__(self, rec, state=None):
+        self._rec = rec
+        self.rates = state.rates if state is not None else None
+        self.origin_us = state.origin_us if state is not None else None
+
+    @property
+    def rates(self):
+        rec = self._rec
+        if not rec.configured:
+            return None
+        return [[b.rate, b.burst, b.tokens, b.last, b.color] for b in rec.b]
+
+    @rates.setter
+    def rates(self, rates):
+        rec = self._rec
+        rec.configured = rates is not None
+        for b, r in zip(rec.b, rates or ()):
+            b.rate, b.burst, b.tokens, b.last, b.color = r
+
+    @property
+    def origin_us(self):
+        return self._rec.origin if self._rec.has_origin else None
+
+    @origin_us.setter
+    def origin_us(self, v):
+        self._rec.has_origin = v is not None
+        self._rec.origin = v or 0
+
+    def execute(self, amount: int, now_us: int) -> int:
+        """MeterCell.execute on a copy, written back (the record is not a list)."""
+        cell = MeterCell()
+        cell.rates, cell.origin_us = self.rates, self.origin_us
+        color = cell.execute(amount, now_us)
+        self.rates, self.origin_us = cell.rates, cell.origin_us
+        return color
+
+
 def _validate_rates(kind, name, rates):
     rates = list(rates)
     if len(rates) != 2:
@@ -243,6 +288,13 @@ class Meter:
         _check_index("meter", self.name, index, self.size)
         return self.cells[index].get_rates()
 
+    def adopt(self, records) -> None:
+        """Make `size` records (see MeterCellView; e.g. a ctypes array the compiled data
+        path meters with) the cells' storage, current state copied in."""
+        if len(records) != self.size:
+            raise ValueError(f"meter {self.name}: storage of {len(records)} cells for size {self.size}")
+        self.cells = [MeterCellView(rec, old) for rec, old in zip(records, self.cells)]
+
     def reset(self):
         for c in self.cells:
             c.rates = None
@@ -255,13 +307,25 @@ class DirectMeter:
 
     def __init__(self, name: str, type: str = "bytes", table: Table | None = None, id: int = 0):
         self.name, self.type, self.table, self.id = name, type, table, id
+        self._records = None       # set by adopt (the compiled data path)
 
     @property
     def size(self) -> int:
         return self.table.size if self.table else 0
 
-    def new_cell(self) -> MeterCell:
+    def new_cell(self, slot: int = 0) -> MeterCell:
+        """The cell of a new entry in handle slot `slot` (unconfigured)."""
+        if self._records is not None:
+            return MeterCellView(self._records[slot])
         return MeterCell()
+
+    def adopt(self, records) -> None:
+        """Meter.adopt for a direct meter: a record per entry handle slot (table size)."""
+        if len(records) != self.size:
+            raise ValueError(f"direct meter {self.name}: storage of {len(records)} cells for size {self.size}")
+        self._records = records
+        for e in self.table.entries():
+            e.meter = MeterCellView(records[e.handle & HANDLE_SLOT_MASK], e.meter)
 
     def execute_entry(self, entry: Entry, nbytes: int, now_us: int) -> int:
         if entry is None or entry.meter is None:
@@ -401,6 +465,7 @@ class Mirroring:
 
     def __init__(self):
         self.sessions: dict[int, int] = {}
+        self.version = 0       # bumped by every change: the compiled path's copy rebuilds
 
     def add(self, session: int, port: int):
         if not isinstance(session, int) or not 0 <= session < 1 << 15:
@@ -408,11 +473,13 @@ class Mirroring:
         if not isinstance(port, int) or not 0 <= port <= MAX_PORT:
             raise StateError("ERROR", f"egress port {port} is not within 0..{MAX_PORT}")
         self.sessions[session] = port
+        self.version += 1
 
     def delete(self, session: int):
         if session not in self.sessions:
             raise StateError("SESSION_NOT_FOUND", f"mirroring session {session} does not exist")
         del self.sessions[session]
+        self.version += 1
 
     def get(self, session: int) -> int:
         if session not in self.sessions:
@@ -421,6 +488,7 @@ class Mirroring:
 
     def reset(self):
         self.sessions.clear()
+        self.version += 1
 
 
 # ---------------------------------------------------------------- names

@@ -101,6 +101,18 @@ class Entry:
                 f"action={self.action.name}, args={self.args!r}, priority={self.priority})")
 
 
+def _cell_entry_class(packets, nbytes):
+    """An Entry whose direct-counter cells are `packets[slot]` and `nbytes[slot]` (slot: the
+    handle's slot, below the table's size) instead of its own attributes: the compiled data
+    path counts into those arrays, and every reader and writer of `entry.packets` (CLI,
+    P4Runtime, resets) sees and changes the same memory. No slots of its own, so an existing
+    Entry can switch to it in place."""
+    def cell(cells):
+        return property(lambda e: cells[e.handle & HANDLE_SLOT_MASK],
+                        lambda e, v: cells.__setitem__(e.handle & HANDLE_SLOT_MASK, v))
+    return type("CellEntry", (Entry,), {"__slots__": (), "packets": cell(packets), "bytes": cell(nbytes)})
+
+
 def _scan_order(e):
     # BMv2 EntryList: lowest priority value first; on a tie, the lowest handle slot
     return e.priority, e.handle & HANDLE_SLOT_MASK
@@ -169,6 +181,7 @@ class Table:
         self._free: list[int] = []     # heap of free slots: BMv2 hands out the lowest
         self._versions: list[int] = []
         self._count = 0
+        self._entry_cls = Entry      # CellEntry once adopt_counter_cells gave arrays
         self._clear_indexes()
         # bumped by every change of entries or default: a copy of the table elsewhere (the
         # compiled data path's) knows to rebuild itself before the next packet
@@ -220,6 +233,21 @@ class Table:
                 else:
                     return e.result
         return self._miss
+
+    def adopt_counter_cells(self, packets, nbytes) -> None:
+        """Make two arrays of `size` cells (e.g. ctypes arrays the compiled data path counts
+        into, indexed by the handle's slot) the storage of every entry's direct counter,
+        current counts copied in; entries added later use them too (Register.adopt's idea
+        for direct counters)."""
+        for cells in (packets, nbytes):
+            if len(cells) != self.size:
+                raise ValueError(f"table {self.name}: counter storage of {len(cells)} cells for size {self.size}")
+        cls = _cell_entry_class(packets, nbytes)
+        for e in self.entries():
+            p, b = e.packets, e.bytes
+            e.__class__ = cls
+            e.packets, e.bytes = p, b
+        self._entry_cls = cls
 
     # ---------- control path ----------
     def num_entries(self) -> int:
@@ -392,8 +420,8 @@ class Table:
             self._slots.append(None)
             self._versions.append(0)
         handle = (self._versions[slot] << HANDLE_VERSION_SHIFT) | slot
-        meter = self.direct_meter.new_cell() if self.direct_meter is not None else None
-        e = Entry(handle, match, action, args, priority, meter)
+        meter = self.direct_meter.new_cell(slot) if self.direct_meter is not None else None
+        e = self._entry_cls(handle, match, action, args, priority, meter)   # counts start at 0
         self._slots[slot] = e
         self._count += 1
         self._index(e)

@@ -1,4 +1,4 @@
-"""`python3 -m softswitch.stf PATH... [--target softswitch|bmv2]`: run p4c-style STF tests.
+"""`python3 -m softswitch.stf PATH... [--target softswitch|softswitch-compiled|bmv2]`: run p4c-style STF tests.
 
 PATH is a folder of NAME.stf + NAME.p4 pairs (for p4c's corpus: `p4c/testdata/p4_16_samples`
 with `--match '*-bmv2.stf'`) or single .stf files. One progress line per test on stderr, the
@@ -21,6 +21,9 @@ def _target_factory(args):
     if args.target == "softswitch":
         from softswitch.stf.target_softswitch import SoftswitchTarget
         return SoftswitchTarget
+    if args.target == "softswitch-compiled":
+        from softswitch.stf.target_softswitch import SoftswitchCompiledTarget
+        return SoftswitchCompiledTarget
     from softswitch.stf.target_bmv2 import Bmv2Target, missing_tools
     missing = missing_tools()
     if missing:
@@ -33,8 +36,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m softswitch.stf",
                                  description="Run p4c-style STF tests (NAME.stf beside NAME.p4) on the softswitch or BMv2.")
     ap.add_argument("paths", nargs="+", metavar="PATH", help="a folder of .stf/.p4 pairs, or .stf files")
-    ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch",
-                    help="softswitch (in-process) or bmv2 (p4c-bm2-ss + simple_switch on PATH)")
+    ap.add_argument("--target", choices=("softswitch", "softswitch-compiled", "bmv2"), default="softswitch",
+                    help="softswitch (in-process), softswitch-compiled (the same on the compiled data path: "
+                         "programs it does not support are refused) or bmv2 (p4c-bm2-ss + simple_switch on PATH)")
     ap.add_argument("--match", default="*.stf", metavar="GLOB",
                     help="which .stf files of a folder to run (default *.stf; p4c's v1model tests: '*-bmv2.stf')")
     ap.add_argument("--expected", metavar="FILE", help="expected-failures YAML: exit 0 when the failures are exactly these")

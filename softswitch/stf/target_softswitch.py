@@ -28,6 +28,7 @@ def program_info(state) -> ProgramInfo:
 
 class SoftswitchTarget:
     name = "softswitch"
+    compiled = False          # SoftswitchCompiledTarget: the packets run on the compiled path
 
     def __init__(self, log: logging.Logger | None = None):
         # the switch logs per-packet problems; the runner reports them, so keep them quiet
@@ -50,10 +51,26 @@ class SoftswitchTarget:
             raise Refused(f"{p4_path}: program nests too deeply for the front end") from None
         except Exception as e:   # a crash of the front end or compiler is the target's failure
             raise TargetFailure(f"crashed while loading: {type(e).__name__}: {e}") from None
+        if self.compiled:
+            self.switch = self._compiled(self.switch)
         self.api = RuntimeAPI(self.switch.state)
         self.ports = set(ports)
         self.sent = {p: [] for p in self.ports}
         return program_info(self.switch.state)
+
+    @staticmethod
+    def _compiled(switch):
+        """The program on the compiled data path; a program it does not take (or a gcc error)
+        is refused here, so the counts say how much of the corpus compiles."""
+        from softswitch.native.build import BuildError
+        from softswitch.native.cgen_types import Unsupported
+        from softswitch.native.switch import CompiledSwitch
+        try:
+            return CompiledSwitch(switch)
+        except Unsupported as e:
+            raise Refused(f"compiled path: {e.construct}") from None
+        except BuildError as e:
+            raise TargetFailure(f"compiled path: gcc failed: {str(e)[:300]}") from None
 
     def command(self, text: str) -> tuple[bool, str]:
         reply = self.api.execute(text)
@@ -80,3 +97,10 @@ class SoftswitchTarget:
     def close(self) -> None:
         self.switch = None
         self.api = None
+
+
+class SoftswitchCompiledTarget(SoftswitchTarget):
+    """The same, with the per-packet pipeline on the compiled path (softswitch.native): a
+    program it does not support is `refused` with the construct named."""
+    name = "softswitch-compiled"
+    compiled = True

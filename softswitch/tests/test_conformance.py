@@ -147,7 +147,7 @@ def test_stf_case(path):
 
 # The cases whose programs the compiled data path supports: the list can only grow, so a
 # regression in the compiled path cannot hide behind a skip.
-COMPILED_CASES = {"const_entries", "forward"}
+COMPILED_CASES = {"const_entries", "forward", "loop", "pre"}
 
 
 @pytest.mark.parametrize("path", CASES, ids=[c.stem for c in CASES])

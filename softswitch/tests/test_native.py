@@ -21,11 +21,8 @@ FORWARD = ROOT / "p4" / "forward.p4"
 
 
 @pytest.mark.parametrize("program,construct", [
-    ("reg_counter.p4", "extern direct_counter fwd_counter"),
     ("misc.p4", "header stack"),
     ("ops.p4", "int<8> (signed integers)"),
-    ("pre.p4", "extern function clone"),
-    ("loop.p4", "extern function resubmit_preserving_field_list"),
     ("externs.p4", "bit<72> (wider than 64 bits)"),
 ])
 def test_unsupported_constructs_are_named(program, construct):
@@ -37,14 +34,14 @@ def test_unsupported_constructs_are_named(program, construct):
 
 
 def test_fallback_logs_one_line_naming_the_construct(caplog):
-    sw = Switch.from_file(str(PROGRAMS / "reg_counter.p4"))
+    sw = Switch.from_file(str(PROGRAMS / "misc.p4"))
     log = logging.getLogger("test.native.fallback")
     with caplog.at_level(logging.INFO, logger=log.name):
         assert compile_switch(sw, log) is None
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1
-    assert lines[0].startswith("datapath: python (the compiled path does not support extern direct_counter fwd_counter at ")
-    assert "reg_counter.p4:" in lines[0]
+    assert lines[0].startswith("datapath: python (the compiled path does not support header stack at ")
+    assert "misc.p4:" in lines[0]
 
 
 def test_supported_program_compiles_and_logs_nothing(caplog):
@@ -173,6 +170,36 @@ def test_control_plane_and_packets_share_the_cells():
     assert sw.state.register("r48").read(4) == 3 and sw.state.counter("seen").read(4) == (8, 130)
 
 
+def test_direct_counters_are_the_cells_counter_read_sees():
+    """Direct counters on the compiled path: counter_read/counter_write on an entry handle,
+    reset_state and entries added before start-up act on the cells C counts into."""
+    sw = Switch.from_file(str(PROGRAMS / "reg_counter.p4"))
+    api = RuntimeAPI(sw.state)
+    api.execute("table_add fwd forward 1 => 2")              # before the compiled path exists
+    api.execute("counter_write fwd_counter 0 5 500")
+    csw = CompiledSwitch(sw)
+    frame = bytes.fromhex("020000000002" "020000000001" "0800") + bytes(46)
+    assert [p for p, _ in csw.process(1, frame)] == [2]
+    assert api.execute("counter_read fwd_counter 0").endswith("fwd_counter[0]= (560 bytes, 6 packets)")
+    api.execute("table_add fwd forward 3 => 1")              # after: a new entry counts from 0
+    csw.process(3, frame)
+    csw.process(3, frame)
+    assert api.execute("counter_read fwd_counter 1").endswith("fwd_counter[1]= (120 bytes, 2 packets)")
+    csw.process(4, frame)                                    # a miss counts nothing
+    api.execute("table_delete fwd 1")
+    api.execute("table_add fwd forward 3 => 2")              # the slot is reused: starts at 0
+    h = sw.state.table("fwd").find([3]).handle
+    assert sw.state.counter("fwd_counter").read(h) == (0, 0)
+    api.execute("counter_write fwd_counter 0 7 70")
+    csw.process(1, frame)
+    assert sw.state.counter("fwd_counter").read(0) == (8, 130)
+    api.execute("reset_state")
+    api.execute("table_add fwd forward 1 => 2")
+    csw.process(1, frame)
+    h = sw.state.table("fwd").find([1]).handle
+    assert sw.state.counter("fwd_counter").read(h) == (1, 60), "reset_state: new entries, new counts"
+
+
 def test_out_of_range_indexes_read_zero_and_write_nothing():
     sw = Switch.from_file(str(REG_CELLS))
     csw = CompiledSwitch(sw)
@@ -226,7 +253,7 @@ def test_register_adopt_copies_the_current_values():
 
 @pytest.mark.parametrize("source,construct", [
     ("register<int<8>>(4) r;", "register r of int<8> (signed integers)"),
-    ("meter(4, MeterType.packets) m;", "extern meter m"),
+    ("register<bit<72>>(4) r;", "bit<72> (wider than 64 bits)"),
 ])
 def test_other_extern_instances_are_refused_by_name(tmp_path, source, construct):
     text = REG_CELLS.read_text().replace("counter(8, CounterType.packets_and_bytes) seen;",
@@ -236,3 +263,30 @@ def test_other_extern_instances_are_refused_by_name(tmp_path, source, construct)
     with pytest.raises(Unsupported) as e:
         CompiledSwitch(Switch.from_file(str(p), include_dirs=[str(PROGRAMS)]))
     assert e.value.construct == construct
+
+
+def test_a_failing_assert_drops_the_whole_frame_on_both_paths(caplog):
+    """tm_mix.p4: a multicast copy to port 2 leaves, then the copy to port 4 makes an E2E
+    clone whose egress fails an assert: the whole frame is dropped (its port 2 output too),
+    counted and logged with the source location, and the next frame is unaffected."""
+    outs = []
+    for compiled in (False, True):
+        sw = Switch.from_file(str(PROGRAMS / "tm_mix.p4"), log=logging.getLogger(f"test.assert.{compiled}"))
+        api = RuntimeAPI(sw.state)
+        for cmd in ("mc_mgrp_create 5", "mc_node_create 3 2 4", "mc_node_associate 5 0", "mirroring_add 5 7",
+                    "table_add ing mcast 2 0&&&0 => 5 1", "table_add ing fwd 1 0&&&0 => 2 1",
+                    "table_add eg e2e 4 0&&&0 => 5 1"):
+            assert not api.execute(cmd).startswith("Error"), cmd
+        if compiled:
+            sw = CompiledSwitch(sw)
+        with caplog.at_level(logging.INFO, logger=sw.log.name):
+            dropped = sw.process(1, bytes.fromhex("020000000002" "020000000001" "9000") + bytes(20))
+            kept = sw.process(1, bytes.fromhex("020000000001" "020000000001" "9000") + bytes(20))
+        logged = [r.getMessage() for r in caplog.records if "assert/assume failed" in r.getMessage()]
+        outs.append((dropped, kept, sw.stats, logged))
+        caplog.clear()
+    assert outs[0] == outs[1]
+    dropped, kept, stats, logged = outs[1]
+    assert dropped == [] and [p for p, _ in kept] == [2]
+    assert stats["assert_failures"] == 1 and stats["multicast_copies"] == 2 and stats["clones"] == 1
+    assert len(logged) == 1 and "tm_mix.p4:" in logged[0]

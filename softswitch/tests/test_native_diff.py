@@ -28,6 +28,8 @@ PROGRAMS = {
     "basic": ROOT / "softswitch" / "tests" / "programs" / "basic.p4",
     "const_entries": ROOT / "softswitch" / "tests" / "programs" / "const_entries.p4",
     "compiled_mix": ROOT / "softswitch" / "tests" / "programs" / "compiled_mix.p4",
+    "hash_mix": ROOT / "softswitch" / "tests" / "programs" / "hash_mix.p4",
+    "tm_mix": ROOT / "softswitch" / "tests" / "programs" / "tm_mix.p4",
 }
 
 # Key and packet values come from the same small pools, so lookups hit often.
@@ -99,6 +101,9 @@ def random_match(rnd, table):
             match.append((v, rnd.choice([0, 1, 8, 16, 24, k.width, rnd.randrange(k.width + 1)])))
         elif k.match_kind == "optional":
             match.append((v, rnd.choice([0, (1 << k.width) - 1])))
+        elif k.match_kind == "range":       # mostly a real range, sometimes one value or all
+            lo, hi = sorted([v, key_value(rnd, k.width)])
+            match.append(rnd.choice([(lo, hi), (lo, hi), (v, v), (0, (1 << k.width) - 1)]))
         else:
             match.append((v, rnd.choice([0, (1 << k.width) - 1, 0xFF00 & ((1 << k.width) - 1),
                                          rnd.randrange(1 << k.width)])))
@@ -112,6 +117,10 @@ def random_args(rnd, action):
             out.append(rnd.choice([1, 2, 3, 4, 7, 511]))
         elif name == "grp":   # a multicast group: mostly one the PRE steps create
             out.append(rnd.choice([1, 2, 5, 5, 9]))
+        elif name == "sess":  # a clone session: mostly one the mirroring steps create
+            out.append(rnd.choice([1, 2, 5, 5, 9, 40000]))
+        elif name == "len":   # truncate: inside the headers, beyond them, beyond the frame
+            out.append(rnd.choice([0, 10, 14, 20, 34, 60, 1000]))
         else:
             out.append(key_value(rnd, w))
     return out
@@ -123,6 +132,13 @@ def control_step(rnd, state) -> None:
     tables = [t for t in state.tables.values()]
     r = rnd.random()
     try:
+        if rnd.random() < 0.1:      # clone sessions (mirroring_add / mirroring_delete)
+            sess = rnd.choice([1, 2, 5])
+            if rnd.random() < 0.75:
+                state.mirroring.add(sess, rnd.choice([1, 2, 3, 4, 7]))
+            else:
+                state.mirroring.delete(sess)
+            return
         if r < 0.2:
             pre = state.pre
             op = rnd.random()
@@ -163,9 +179,23 @@ def control_step(rnd, state) -> None:
         pass
 
 
+def setup_state(program: str, state) -> None:
+    """tm_mix starts with a multicast group and a clone session, meters with entries that
+    have direct meter cells, so that the examples reach them early (the random steps
+    change them later)."""
+    if program == "tm_mix":
+        state.pre.mgrp_create(5)
+        state.pre.associate(5, state.pre.node_create(3, [2, 4]))
+        state.mirroring.add(5, 7)
+    if program == "meters":       # entries for the usual destinations: direct meter cells
+        for dst in (0x01, 0x02, 0xFF):
+            state.tables["Ing.flows"].add([dst], "fwd", [2])
+
+
 def run_example(program: str, seed: int, steps: int = 250) -> None:
     path = PROGRAMS[program]
     py = Switch.from_file(str(path))
+    setup_state(program, py.state)
     native = CompiledSwitch(py)       # shares py.state: one control plane, two data paths
     rnd = random.Random(seed)
     for step in range(steps):
@@ -242,8 +272,137 @@ def assert_same_cells(py_state, c_state, where: str) -> None:
         assert list(c_state.registers[name].values) == list(r.values), f"{where}: register {name} differs"
     for name, c in py_state.counters.items():
         other = c_state.counters[name]
+        if c.direct:        # a cell per entry: read through the handles, as counter_read does
+            cells = [(e.handle, c.read(e.handle)) for e in c.table.entries()]
+            assert [(e.handle, other.read(e.handle)) for e in other.table.entries()] == cells, \
+                f"{where}: direct counter {name} differs"
+            continue
         assert list(other.packets) == list(c.packets), f"{where}: counter {name} packets differ"
         assert list(other.bytes) == list(c.bytes), f"{where}: counter {name} bytes differ"
+    for name, m in py_state.meters.items():
+        assert meter_cells(c_state.meters[name]) == meter_cells(m), f"{where}: meter {name} differs"
+
+
+def meter_cells(m) -> list:
+    """Every cell's whole state: rates, bucket tokens and origin."""
+    cells = [e.meter for e in m.table.entries()] if m.direct else m.cells
+    return [(c.rates, c.origin_us) for c in cells]
+
+
+# Stateful programs (packets change cells) on two switches with separate states that get
+# the same control-plane changes: the same random step replayed on each state, and the
+# cell operations (counter writes and resets, reads that must agree) applied to both.
+TWIN_PROGRAMS = {
+    "direct_counters": ROOT / "softswitch" / "tests" / "programs" / "direct_counters.p4",
+    "reg_counter": ROOT / "softswitch" / "tests" / "programs" / "reg_counter.p4",
+    "range_keys": ROOT / "softswitch" / "tests" / "programs" / "range_keys.p4",
+    "meters": ROOT / "softswitch" / "tests" / "programs" / "meters.p4",
+}
+
+
+def meter_step(rnd, states, where: str) -> None:
+    """Random rates set on a meter cell or all cells, a reset, or rates read (must agree).
+    Rates are per microsecond and packets come 1000 us apart: every color is reachable."""
+    name = rnd.choice(sorted(states[0].meters))
+    meters = [s.meters[name] for s in states]
+    cells = [e.handle for e in meters[0].table.entries()] if meters[0].direct else list(range(meters[0].size))
+    op = rnd.random()
+    if op < 0.1:
+        for m in meters:
+            m.reset()
+    elif op < 0.8:
+        if meters[0].type == "packets":
+            cir, pir = sorted([rnd.choice([0.0002, 0.0005, 0.001, 0.003]) for _ in range(2)])
+            cbs, pbs = rnd.choice([1, 2, 3]), rnd.choice([1, 2, 5])
+        else:
+            cir, pir = sorted([rnd.choice([0.01, 0.03, 0.06, 0.2]) for _ in range(2)])
+            cbs, pbs = rnd.choice([40, 80, 150]), rnd.choice([60, 120, 400])
+        cell = None if not cells or rnd.random() < 0.3 else rnd.choice(cells)
+        for m in meters:
+            m.set_rates(cell, [(cir, cbs), (pir, pbs)])
+    elif cells:
+        cell = rnd.choice(cells)
+        reads = [m.get_rates(cell) for m in meters]
+        assert reads[0] == reads[1], f"{where}: meter_get_rates {name} {cell}: {reads}"
+
+
+def cell_step(rnd, states, where: str) -> None:
+    """A random counter write, reset or read, or a meter step, on every state; reads
+    must agree."""
+    if states[0].meters and rnd.random() < 0.5:
+        return meter_step(rnd, states, where)
+    names = sorted(states[0].counters)
+    if not names:
+        return
+    name = rnd.choice(names)
+    ctrs = [s.counters[name] for s in states]
+    handles = [e.handle for e in ctrs[0].table.entries()] if ctrs[0].direct else list(range(ctrs[0].size))
+    op = rnd.random()
+    if op < 0.15:
+        for c in ctrs:
+            c.reset()
+    elif handles and op < 0.4:
+        h, p, b = rnd.choice(handles), rnd.randrange(1 << 20), rnd.randrange(1 << 40)
+        for c in ctrs:
+            c.write(h, p, b)
+    elif handles:
+        h = rnd.choice(handles)
+        reads = [c.read(h) for c in ctrs]
+        assert reads[0] == reads[1], f"{where}: counter_read {name} {h}: python {reads[0]}, compiled {reads[1]}"
+
+
+def run_twin_example(program: str, seed: int, steps: int = 250) -> None:
+    path = str(TWIN_PROGRAMS[program])
+    py, twin = Switch.from_file(path), Switch.from_file(path)
+    for sw in (py, twin):
+        setup_state(program, sw.state)
+    native = CompiledSwitch(twin)
+    rnd = random.Random(seed)
+    for step in range(steps):
+        where = f"{program} seed {seed} step {step}"
+        r = rnd.random()
+        if r < 0.25:
+            s = rnd.randrange(1 << 32)
+            for state in (py.state, twin.state):
+                control_step(random.Random(s), state)
+            continue
+        if r < 0.34:
+            cell_step(rnd, [py.state, twin.state], where)
+            continue
+        port = rnd.choice([1, 2, 3])
+        f = frame(rnd, program)
+        now = 1000 * (step + 1)
+        want, got = py.process(port, f, now), native.process(port, f, now)
+        assert got == want, (f"{where}: frame {f.hex()} on port {port}\n"
+                             f"python:   {[(p, d.hex()) for p, d in want]}\ncompiled: {[(p, d.hex()) for p, d in got]}")
+    assert_same_cells(py.state, twin.state, f"{program} seed {seed}")
+    assert native.stats == py.stats, f"{program} seed {seed}: statistics differ"
+    native.close()
+
+
+@pytest.mark.parametrize("program", sorted(TWIN_PROGRAMS))
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_stateful_compiled_equals_python(program, seed):
+    run_twin_example(program, seed)
+
+
+def test_direct_counters_count_in_the_examples():
+    """The direct counter examples must count hits on every table (else the cell
+    comparison above would compare zeros)."""
+    totals: dict = {}
+    for seed in range(4):
+        py = Switch.from_file(str(TWIN_PROGRAMS["direct_counters"]))
+        rnd = random.Random(seed)
+        for step in range(300):
+            if rnd.random() < 0.3:
+                control_step(rnd, py.state)
+            else:
+                py.process(rnd.choice([1, 2, 3]), frame(rnd, "direct_counters"), step)
+        for name, c in py.state.counters.items():
+            totals[name] = totals.get(name, 0) + sum(c.read(e.handle)[0] for e in c.table.entries())
+    assert len(totals) == 3 and all(totals.values()), totals
 
 
 def test_register_program_compiled_equals_python():
@@ -427,3 +586,54 @@ def test_a_cell_difference_is_caught():
     with pytest.raises(AssertionError, match="counter MyIngress.agg_events bytes differ"):
         assert_same_cells(py.state, twin.state, "changed")
     native.close()
+
+
+def test_the_traffic_manager_examples_reach_every_pass():
+    """tm_mix's random examples must clone (I2E and E2E), resubmit, recirculate, multicast
+    and hit the pass limit, else test_compiled_equals_python would compare little of it."""
+    seen = {k: 0 for k in ("clones", "resubmits", "recirculations", "multicast_copies", "loop_limit_drops",
+                           "assert_failures")}
+    itypes = set()
+    for seed in range(6):
+        py = Switch.from_file(str(PROGRAMS["tm_mix"]))
+        setup_state("tm_mix", py.state)
+        rnd = random.Random(seed)
+        for step in range(250):
+            if rnd.random() < 0.3:
+                control_step(rnd, py.state)
+                continue
+            for _, out in py.process(rnd.choice([1, 2, 3]), frame(rnd, "tm_mix"), step):
+                if len(out) >= 12:
+                    itypes.add(out[11])      # the egress pass's instance_type
+        for k in seen:
+            seen[k] += py.stats[k]
+    assert all(v > 0 for v in seen.values()), seen
+    assert {0, 1, 2, 5} <= itypes, itypes
+
+
+def test_the_meter_examples_reach_every_color(monkeypatch):
+    """meters.p4's examples must give green, yellow and red on each meter (else the cell
+    comparison would compare idle meters): the Python path's colors, recorded."""
+    from softswitch.runtime import state as S
+    colors: dict = {}
+
+    def recording(fn):
+        def run(self, *a):
+            c = fn(self, *a)
+            colors.setdefault(self.name, set()).add(c)
+            return c
+        return run
+    monkeypatch.setattr(S.Meter, "execute", recording(S.Meter.execute))
+    monkeypatch.setattr(S.DirectMeter, "execute_entry", recording(S.DirectMeter.execute_entry))
+    for seed in range(4):
+        py = Switch.from_file(str(TWIN_PROGRAMS["meters"]))
+        rnd = random.Random(seed)
+        setup_state("meters", py.state)
+        for step in range(250):
+            if rnd.random() < 0.15:
+                meter_step(rnd, [py.state, py.state], "x")
+            elif rnd.random() < 0.15:
+                control_step(rnd, py.state)
+            else:
+                py.process(rnd.choice([1, 2, 3]), frame(rnd, "meters"), 1000 * step)
+    assert len(colors) == 3 and all(c == {0, 1, 2} for c in colors.values()), colors

@@ -26,10 +26,10 @@ static uint64_t prefix_mask(int width, int plen)
 }
 
 /* Replace the table's entries. vals/masks: n * nkeys; plens: n (lpm); actions: n;
- * args: n * SS_MAX_ARGS. Ternary entries come in lookup order (lowest priority value
+ * args: n * SS_MAX_ARGS; eslots: n, each entry's handle slot (its direct counter cell). Ternary entries come in lookup order (lowest priority value
  * first, then lowest handle). Returns 0, or -1 when out of memory (table left empty). */
 int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *masks, const int32_t *plens,
-                  const int32_t *actions, const uint64_t *args)
+                  const int32_t *actions, const uint64_t *args, const int32_t *eslots)
 {
     int nk = t->nkeys;
     ss_table_free(t);
@@ -52,6 +52,7 @@ int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *mask
     for (int i = 0; i < n; i++) {
         t->res[i].action = actions[i];
         t->res[i].hit = 1;
+        t->res[i].slot = eslots[i];
         memcpy(t->res[i].args, args + (size_t)i * SS_MAX_ARGS, sizeof(uint64_t) * SS_MAX_ARGS);
     }
     t->n = n;
@@ -96,6 +97,7 @@ void ss_table_set_default(ss_table *t, int32_t action, const uint64_t *args)
 {
     t->miss.action = action;
     t->miss.hit = 0;
+    t->miss.slot = -1;
     memcpy(t->miss.args, args, sizeof(uint64_t) * SS_MAX_ARGS);
 }
 
@@ -175,4 +177,58 @@ void ss_out_free(ss_out *o)
     free(o->buf);
     free(o->frames);
     memset(o, 0, sizeof *o);
+}
+
+/* ------------------------------------------------------------------ hash algorithms */
+static uint16_t crc16_table[256];
+static uint32_t crc32_table[256];
+
+/* Both CRCs are the reflected kind: the byte-at-a-time tables of the reversed
+ * polynomials (0x8005 -> 0xA001, 0x04C11DB7 -> 0xEDB88320), built once at load. */
+__attribute__((constructor)) static void build_crc_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c16 = i, c32 = i;
+        for (int k = 0; k < 8; k++) {
+            c16 = (c16 & 1) ? (c16 >> 1) ^ 0xA001 : c16 >> 1;
+            c32 = (c32 & 1) ? (c32 >> 1) ^ 0xEDB88320u : c32 >> 1;
+        }
+        crc16_table[i] = (uint16_t)c16;
+        crc32_table[i] = c32;
+    }
+}
+
+uint64_t ss_crc16(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0;                      /* CRC-16/ARC: init 0, no final xor */
+    for (size_t i = 0; i < n; i++)
+        c = (c >> 8) ^ crc16_table[(c ^ p[i]) & 0xFF];
+    return c;
+}
+
+uint64_t ss_crc32(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;            /* zlib: init and final xor all ones */
+    for (size_t i = 0; i < n; i++)
+        c = (c >> 8) ^ crc32_table[(c ^ p[i]) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
+}
+
+uint64_t ss_xor16(const uint8_t *p, size_t n)
+{
+    uint64_t r = 0;
+    size_t i = 0;
+    for (; i + 1 < n; i += 2)
+        r ^= ((uint64_t)p[i] << 8) | p[i + 1];
+    if (i < n)
+        r ^= (uint64_t)p[i] << 8;
+    return r;
+}
+
+uint64_t ss_identity(const uint8_t *p, size_t n)
+{
+    uint64_t r = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        r = (r << 8) | p[i];
+    return r;
 }

@@ -74,18 +74,72 @@ static inline uint64_t ss_csum16(const uint8_t *p, unsigned n)
     return ~s & 0xFFFF;
 }
 
+/* v1model's other hash algorithms over n bytes (the data list packed MSB-first, zero
+ * bits padding it to a whole byte, as the Python path's softswitch/runtime/v1model.py and
+ * BMv2's calculations.cpp define them): crc16 = CRC-16/ARC, crc32 = CRC-32/ISO-HDLC
+ * (zlib), xor16 = XOR of the 16-bit words (an odd length padded with a zero byte),
+ * identity = the first (at most) 8 bytes as a big-endian number. In ssrt.c. */
+uint64_t ss_crc16(const uint8_t *p, size_t n);
+uint64_t ss_crc32(const uint8_t *p, size_t n);
+uint64_t ss_xor16(const uint8_t *p, size_t n);
+uint64_t ss_identity(const uint8_t *p, size_t n);
+
+/* ------------------------------------------------------------------ meters */
+/* A two-rate three-color meter cell, the Python path's MeterCell (softswitch/runtime/
+ * state.py, BMv2's meters.cpp): the record the Python MeterCellView reads and writes. */
+typedef struct {
+    double rate;                 /* units per microsecond */
+    int64_t burst, tokens, last; /* last: tokens credited since the origin */
+    int64_t color;               /* what running short of this bucket gives */
+} ss_bucket;
+
+typedef struct {
+    int64_t configured, has_origin, origin;
+    ss_bucket b[2];              /* peak first, then committed */
+} ss_meter;
+
+/* The color of `amount` units at time now (us): buckets fill from the origin (the first
+ * packet after the rates were set), so rounding never accumulates; the peak bucket is
+ * checked first (short: its color, nothing taken), then the committed one. */
+static inline uint64_t ss_meter_execute(ss_meter *m, uint64_t amount, uint64_t now)
+{
+    if (!m->configured)
+        return 0;
+    if (!m->has_origin) {
+        m->has_origin = 1;
+        m->origin = (int64_t)now;
+    }
+    int64_t elapsed = (int64_t)now - m->origin;
+    for (int i = 0; i < 2; i++) {
+        ss_bucket *b = &m->b[i];
+        int64_t since = (int64_t)((double)elapsed * b->rate);   /* Python's int(): toward 0 */
+        int64_t add = since - b->last;
+        if (add > 0) {
+            b->last = since;
+            b->tokens = b->tokens + add < b->burst ? b->tokens + add : b->burst;
+        }
+        if (b->tokens < (int64_t)amount)
+            return (uint64_t)b->color;
+        b->tokens -= (int64_t)amount;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ tables */
 enum { SS_EXACT = 0, SS_LPM = 1, SS_TERNARY = 2 };
 
 typedef struct {
     int32_t action;              /* index in the table's action list; -1: no action to run */
     int32_t hit;
+    int32_t slot;                /* the entry's handle slot: its direct counter cell; -1 on a miss */
     uint64_t args[SS_MAX_ARGS];
 } ss_result;
 
 typedef struct {
     int kind, nkeys;
     int lpm_key, lpm_width;      /* SS_LPM: which key is the lpm one, its width */
+    uint32_t range_keys;         /* SS_TERNARY: bit j set when key j is a range key (vals: low
+                                  * bound, masks: high bound) */
     int n;                       /* entries */
     uint64_t *vals;              /* n * nkeys: exact/lpm: the (prefix-masked) key; ternary: value & mask */
     uint64_t *masks;             /* n * nkeys, ternary only */
@@ -109,9 +163,33 @@ static inline uint64_t ss_hash_key(const uint64_t *k, int nkeys, int plen)
     return h ^ (h >> 33);
 }
 
+/* A scan in lookup order where some keys are ranges (lo <= k <= hi) and the others
+ * value & mask; apart from tables with range keys, lookups never pay for the test. */
+static inline const ss_result *ss_lookup_range(const ss_table *t, const uint64_t *k)
+{
+    int nk = t->nkeys;
+    for (int i = 0; i < t->n; i++) {
+        const uint64_t *v = t->vals + (size_t)i * nk, *m = t->masks + (size_t)i * nk;
+        int j = 0;
+        for (; j < nk; j++) {
+            if ((t->range_keys >> j) & 1) {
+                if (k[j] < v[j] || k[j] > m[j])
+                    break;
+            } else if ((k[j] & m[j]) != v[j]) {
+                break;
+            }
+        }
+        if (j == nk)
+            return &t->res[i];
+    }
+    return &t->miss;
+}
+
 static inline const ss_result *ss_lookup(const ss_table *t, const uint64_t *k)
 {
     int nk = t->nkeys;
+    if (t->kind == SS_TERNARY && t->range_keys)
+        return ss_lookup_range(t, k);
     if (t->kind == SS_TERNARY) {
         for (int i = 0; i < t->n; i++) {
             const uint64_t *v = t->vals + (size_t)i * nk, *m = t->masks + (size_t)i * nk;
@@ -145,7 +223,7 @@ static inline const ss_result *ss_lookup(const ss_table *t, const uint64_t *k)
 }
 
 SS_API int ss_table_load(ss_table *t, int n, const uint64_t *vals, const uint64_t *masks, const int32_t *plens,
-                  const int32_t *actions, const uint64_t *args);
+                  const int32_t *actions, const uint64_t *args, const int32_t *eslots);
 SS_API void ss_table_set_default(ss_table *t, int32_t action, const uint64_t *args);
 void ss_table_free(ss_table *t);
 
@@ -179,7 +257,8 @@ void ss_out_free(ss_out *o);
 /* what the Python side reads as Switch.stats */
 typedef struct {
     uint64_t packets_in, packets_out, dropped, parser_errors, checksum_errors, oversized,
-        multicast_copies, errors;
+        multicast_copies, errors, clones, resubmits, recirculations, loop_limit_drops, digests,
+        assert_failures;
 } ss_stats;
 
 #endif
