@@ -15,7 +15,13 @@ from __future__ import annotations
 from softswitch.dataplane.loop import SwitchLoop
 from softswitch.native.packet_loop import NativePacketLoop
 
-ROUND_MS = 50     # the longest the C loop runs without looking at the stop flag
+# The longest the C loop runs before Python looks in. Signals, control connections and the
+# P4Runtime bridge wake it at once (their fds are in its poll set), so the round only sets
+# how stale the port counters may be and, for programs with log_msg/digest, how many
+# events queue up in C before Python drains them (4096 fit): short rounds for those,
+# long ones otherwise, so an idle switch costs nearly no CPU.
+ROUND_MS = 500
+ROUND_MS_EVENTS = 50
 
 
 class CompiledSwitchLoop(SwitchLoop):
@@ -32,9 +38,10 @@ class CompiledSwitchLoop(SwitchLoop):
         self.native = NativePacketLoop(compiled, [
             (p.fileno(), n, p.max_frame, p.kernel_ignores_outgoing) for n, p in ports.items()],
             link_emu=link_emu, pcaps=pcap_paths)
+        self.round_ms = ROUND_MS_EVENTS if compiled.cprogram.events else ROUND_MS
 
     def run_once(self, max_wait: float | None = None) -> None:
-        timeout_ms = ROUND_MS if max_wait is None else max(0, min(ROUND_MS, int(max_wait * 1000)))
+        timeout_ms = self.round_ms if max_wait is None else max(0, min(self.round_ms, int(max_wait * 1000)))
         wake = [key.fd for key in self.selector.get_map().values()]
         woke = self.native.run(wake, timeout_ms)
         self._take_counters()
