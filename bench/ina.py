@@ -17,8 +17,9 @@ Printed per step: goodput, ratio, retransmissions, CPU share of the switch and o
 workers. The result: the highest rate with goodput >= 0.9 x capacity, what limits it
 above (switch CPU, worker CPU, the shared CPUs of this machine, or the link), and the
 switch's CPU time per aggregated packet (packets into the switch = every worker's
-sends, retransmissions included). Last line:
-  ina: max_rate_mbps=... goodput_ratio=... cpu_us_per_pkt=... k=...
+sends, retransmissions included). The first line and the last say which data path the switch ran
+(its log line "datapath: compiled|python"). Last line:
+  ina: max_rate_mbps=... goodput_ratio=... cpu_us_per_pkt=... k=... datapath=...
 Node names carry the prefix 'ib'.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,6 +77,15 @@ def limiter(ratio: float, switch_cpu: float, switch_wait: float, worker_cpu: flo
     return (f"latency, not CPU (switch ran {switch_cpu:.0%} and waited {switch_wait:.0%}; "
             f"busiest worker ran {worker_cpu:.0%} and waited {worker_wait:.0%}): the window of "
             f"{WINDOW} packets does not cover the round trip through the switch")
+
+
+def switch_datapath(log_text: str) -> str:
+    """Which data path the softswitch ran ("compiled" or "python"), from its log line
+    "datapath: compiled (...)" / "datapath: python (why)"; "unknown" without one.
+    Why: the compiled path carries ~10 x the packets per CPU second, so figures of
+    the two are different benchmarks."""
+    m = re.search(r"datapath: (compiled|python)\b", log_text)
+    return m.group(1) if m else "unknown"
 
 
 def best_rate(steps: list[dict]) -> dict | None:
@@ -158,6 +169,10 @@ class Bench:
             netbuild.stop_network(self.net)
         return False
 
+    def datapath(self) -> str:
+        log = self.dir / "logs" / "switch.log"
+        return switch_datapath(log.read_text(errors="replace") if log.exists() else "")
+
     def set_rate(self, mbps: float) -> None:
         from topologies import linkemu, netbuild
         for s in self.shapes:
@@ -229,7 +244,8 @@ class Bench:
                 "switch_cpu": (sw1 - sw0) / wall, "switch_cpu_s": sw1 - sw0, "wall_s": wall,
                 "cpu_us_per_pkt": 1e6 * (sw1 - sw0) / pkts if pkts else None,
                 "switch_wait": (wait1 - wait0) / wall if wait0 is not None and wait1 is not None else 0.0,
-                **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts)))}
+                **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts))),
+                "worker_us_per_pkt": _worker_us_per_pkt(sdir, hosts, pkts)}
 
 
 def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
@@ -253,12 +269,30 @@ def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
     return best
 
 
+def _worker_us_per_pkt(sdir: Path, hosts, pkts: int) -> float | None:
+    """All workers' CPU time after the start signal per packet they sent (each also
+    reads one result): the worker side's cost of a packet, gradients and quantization
+    included."""
+    from workers.events import read_events
+    cpu = 0.0
+    for h in hosts:
+        end = [e for e in read_events(sdir / f"{h}.jsonl") if e["event"] == "worker_end"]
+        if not end or end[0].get("cpu_s") is None:
+            return None
+        cpu += end[0]["cpu_s"] - end[0].get("cpu_s_at_go", 0.0)
+    return 1e6 * cpu / pkts if pkts else None
+
+
 def _wait(cond, timeout: float, what: str) -> None:
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > timeout:
             raise RuntimeError(f"bench ina: {what} did not happen within {timeout:.0f} s")
         time.sleep(0.05)
+
+
+def _us(x: float | None) -> str:
+    return "?" if x is None else f"{x:.0f}"
 
 
 def main(argv=None) -> int:
@@ -282,7 +316,8 @@ def main(argv=None) -> int:
     steps = []
     with tempfile.TemporaryDirectory(prefix="gdml-bench-ina-") as tmp:
         with Bench(a.k, Path(tmp), a.min_rto_ms, a.rto_margin_ms) as b:
-            print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}), {N_WORKERS} workers, "
+            print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}, datapath: {b.datapath()}), "
+                  f"{N_WORKERS} workers, "
                   f"window {WINDOW}, {cores} cores (load average {os.getloadavg()[0]:.1f}); stepping "
                   "the per-worker link rate", flush=True)
             below = 0
@@ -296,10 +331,12 @@ def main(argv=None) -> int:
                       f"{s['packets']} pkts in, {s['retransmissions']} retx, switch CPU "
                       f"{s['switch_cpu']:.0%} (+{s['switch_wait']:.0%} waiting), busiest worker CPU "
                       f"{s['worker_cpu']:.0%} (+{s['worker_wait']:.0%}), "
-                      f"{s['cpu_us_per_pkt']:.0f} us/pkt: {s['limit']}", flush=True)
+                      f"{s['cpu_us_per_pkt']:.0f} us/pkt switch, "
+                      f"{_us(s['worker_us_per_pkt'])} us/pkt workers: {s['limit']}", flush=True)
                 below = below + 1 if s["ratio"] < THRESHOLD else 0
                 if below >= 2:          # two steps in a row below: the limit is found
                     break
+            datapath = b.datapath()
     best = best_rate(steps)
     above = next((s for s in steps if best is None or s["rate_mbps"] > best["rate_mbps"]), None)
     ref = best or steps[0]
@@ -314,7 +351,7 @@ def main(argv=None) -> int:
     print(f"softswitch CPU per aggregated packet: {ref['cpu_us_per_pkt']:.1f} us "
           f"(at {ref['rate_mbps']:g} Mbps)")
     print(f"ina: max_rate_mbps={best['rate_mbps'] if best else 0:g} goodput_ratio={ref['ratio']:.3f} "
-          f"cpu_us_per_pkt={ref['cpu_us_per_pkt']:.1f} k={a.k}")
+          f"cpu_us_per_pkt={ref['cpu_us_per_pkt']:.1f} k={a.k} datapath={datapath}")
     return 0
 
 

@@ -47,3 +47,10 @@ def test_switch_entries_aggregate_the_four_workers():
         h = ap.parse(data)
         assert h.flags & ap.RESULT and list(h.values) == [10] * 64
         assert ap.Ether(data)["IP"].dst == g.nodes[hosts[port - 1]]["ip"]
+
+
+def test_switch_datapath_from_its_log():
+    from bench.ina import switch_datapath
+    assert switch_datapath("x\nINFO datapath: compiled (libagg.so)\n") == "compiled"
+    assert switch_datapath("datapath: python (--datapath python)") == "python"
+    assert switch_datapath("started\n") == "unknown"
