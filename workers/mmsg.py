@@ -1,0 +1,224 @@
+"""Many UDP datagrams per system call: Linux's sendmmsg and recvmmsg through ctypes.
+
+Why: a worker at tens of Mbps sends and receives ~20 000 datagrams per second; one
+sendto or recvmsg each costs it a few microseconds of Python and system-call entry,
+as much as its whole state machine. Python has no sendmmsg or recvmmsg, so libc's are
+called with their message headers laid out in numpy arrays (built once, reused), and
+a batch is one call. Without them (another libc, another OS) the same classes loop over
+sendto / recvmsg (`plain=True` forces that, for tests and comparison).
+
+The receive side keeps the kernel's receive timestamp of every datagram
+(SO_TIMESTAMPNS, set on the socket by workers/ina_udp.open_socket): pacing needs when
+results arrived, not when a busy worker read them (workers/pacing.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import select
+import socket
+import struct
+
+import numpy as np
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)     # asm-generic/socket.h
+MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0x40)
+UIO_MAXIOV = 1024                       # the kernel's cap on messages per call
+_TIMESPEC = struct.Struct("@qq")
+ANC_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
+
+
+class _Msghdr(ctypes.Structure):
+    _fields_ = [("msg_name", ctypes.c_void_p), ("msg_namelen", ctypes.c_uint32),
+                ("msg_iov", ctypes.c_void_p), ("msg_iovlen", ctypes.c_size_t),
+                ("msg_control", ctypes.c_void_p), ("msg_controllen", ctypes.c_size_t),
+                ("msg_flags", ctypes.c_int)]
+
+
+class _Mmsghdr(ctypes.Structure):
+    _fields_ = [("msg_hdr", _Msghdr), ("msg_len", ctypes.c_uint)]
+
+
+class _Cmsghdr(ctypes.Structure):
+    _fields_ = [("cmsg_len", ctypes.c_size_t), ("cmsg_level", ctypes.c_int),
+                ("cmsg_type", ctypes.c_int)]
+
+
+def _layout(fields: dict, offsets: list, size: int) -> np.dtype:
+    """A numpy dtype laid out as a C structure (offsets and size taken from ctypes)."""
+    return np.dtype({"names": list(fields), "formats": list(fields.values()),
+                     "offsets": offsets, "itemsize": size})
+
+
+_IOVEC = _layout({"iov_base": np.uintp, "iov_len": np.uintp},
+                 [_Iovec.iov_base.offset, _Iovec.iov_len.offset], ctypes.sizeof(_Iovec))
+_MSGHDR_FIELDS = {"msg_name": np.uintp, "msg_namelen": np.uint32, "msg_iov": np.uintp,
+                  "msg_iovlen": np.uintp, "msg_control": np.uintp, "msg_controllen": np.uintp,
+                  "msg_flags": np.int32}
+_MMSGHDR = _layout({**_MSGHDR_FIELDS, "msg_len": np.uint32},     # msg_hdr is at offset 0
+                   [getattr(_Msghdr, n).offset for n in _MSGHDR_FIELDS] + [_Mmsghdr.msg_len.offset],
+                   ctypes.sizeof(_Mmsghdr))
+_CMSG = _layout({"cmsg_len": np.uintp, "cmsg_level": np.int32, "cmsg_type": np.int32},
+                [_Cmsghdr.cmsg_len.offset, _Cmsghdr.cmsg_level.offset, _Cmsghdr.cmsg_type.offset],
+                ctypes.sizeof(_Cmsghdr))
+_CMSG_DATA = ctypes.sizeof(_Cmsghdr)     # CMSG_DATA's offset: the header, size_t aligned
+
+
+def _libc_calls():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        send, recv = libc.sendmmsg, libc.recvmmsg
+    except (OSError, AttributeError):
+        return None, None
+    send.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
+    recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p]
+    send.restype = recv.restype = ctypes.c_int
+    return send, recv
+
+
+_SENDMMSG, _RECVMMSG = _libc_calls()
+
+
+def sockaddr_in(ip: str, port: int) -> bytes:
+    """struct sockaddr_in: family in host order, port and address in network order."""
+    return struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(ip) + bytes(8)
+
+
+class Sender:
+    """Sends rows of a (m, n) uint8 array as m datagrams to one address, blocking (on a
+    non-blocking socket: waits until writable) until all have left."""
+
+    def __init__(self, sock: socket.socket, plain: bool = False):
+        self.sock = sock
+        self.batched = _SENDMMSG is not None and not plain
+        self._hdrs = np.zeros(0, dtype=_MMSGHDR)
+        self._iov = np.zeros(0, dtype=_IOVEC)
+        self._addrs: dict = {}
+        self.calls = 0                  # system calls made (for benchmarks)
+
+    def send(self, dst: tuple[str, int], rows: np.ndarray) -> None:
+        rows = np.ascontiguousarray(rows, dtype=np.uint8)
+        if not len(rows):
+            return
+        if not self.batched:
+            for row in rows:
+                self._one(row.tobytes(), dst)
+            return
+        m, size = rows.shape
+        if len(self._hdrs) < m:
+            self._hdrs = np.zeros(max(m, 2 * len(self._hdrs)), dtype=_MMSGHDR)
+            self._iov = np.zeros(len(self._hdrs), dtype=_IOVEC)
+        addr = self._addrs.get(dst)
+        if addr is None:
+            addr = self._addrs[dst] = np.frombuffer(sockaddr_in(*dst), dtype=np.uint8).copy()
+        iov, hdrs = self._iov[:m], self._hdrs[:m]
+        iov["iov_base"] = rows.ctypes.data + size * np.arange(m, dtype=np.uintp)
+        iov["iov_len"] = size
+        hdrs["msg_name"] = addr.ctypes.data
+        hdrs["msg_namelen"] = addr.size
+        hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(m, dtype=np.uintp)
+        hdrs["msg_iovlen"] = 1
+        done, fd, base = 0, self.sock.fileno(), self._hdrs.ctypes.data
+        while done < m:
+            n = _SENDMMSG(fd, base + done * _MMSGHDR.itemsize, min(m - done, UIO_MAXIOV), 0)
+            self.calls += 1
+            if n >= 0:
+                done += n
+                continue
+            err = ctypes.get_errno()
+            if err in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS):
+                select.select([], [self.sock], [], 0.1)     # socket buffer full: wait
+            elif err != errno.EINTR:
+                raise OSError(err, f"sendmmsg to {dst[0]}:{dst[1]}: {os.strerror(err)}")
+
+    def _one(self, payload: bytes, dst) -> None:
+        while True:
+            try:
+                self.sock.sendto(payload, dst)
+                self.calls += 1
+                return
+            except BlockingIOError:         # socket buffer full: wait until writable
+                select.select([], [self.sock], [], 0.1)
+
+
+class Receiver:
+    """Reads up to `batch` waiting datagrams per call, without blocking:
+    recv() -> (rows, lengths, stamps), row i holding datagram i's first `size` bytes,
+    lengths[i] its length (as read: cut to `size`), stamps[i] its kernel receive time
+    (CLOCK_REALTIME seconds; NaN without one). Empty arrays when nothing is waiting. The
+    arrays are reused by the next call: consume them before."""
+
+    def __init__(self, sock: socket.socket, size: int = 2048, batch: int = 64, plain: bool = False):
+        self.sock, self.size, self.batch = sock, size, batch
+        self.batched = _RECVMMSG is not None and not plain
+        self.calls = 0
+        self.rows = np.zeros((batch, size), dtype=np.uint8)
+        self._lengths = np.zeros(batch, dtype=np.int64)
+        self._stamps = np.full(batch, np.nan)
+        if self.batched:
+            self._ctrl = np.zeros((batch, ANC_BYTES), dtype=np.uint8)
+            self._iov = np.zeros(batch, dtype=_IOVEC)
+            self._iov["iov_base"] = self.rows.ctypes.data + size * np.arange(batch, dtype=np.uintp)
+            self._iov["iov_len"] = size
+            self._hdrs = np.zeros(batch, dtype=_MMSGHDR)
+            self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(batch, dtype=np.uintp)
+            self._hdrs["msg_iovlen"] = 1
+            self._hdrs["msg_control"] = self._ctrl.ctypes.data + ANC_BYTES * np.arange(batch, dtype=np.uintp)
+
+    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self._recv_batched() if self.batched else self._recv_plain()
+        return self.rows[:n], self._lengths[:n], self._stamps[:n]
+
+    def _recv_batched(self) -> int:
+        hdrs = self._hdrs
+        hdrs["msg_controllen"] = ANC_BYTES          # the kernel writes back what it used
+        hdrs["msg_flags"] = 0
+        while True:
+            n = _RECVMMSG(self.sock.fileno(), hdrs.ctypes.data, self.batch, MSG_DONTWAIT, None)
+            self.calls += 1
+            if n >= 0:
+                break
+            err = ctypes.get_errno()
+            if err in (errno.EAGAIN, errno.EWOULDBLOCK):
+                return 0
+            if err != errno.EINTR:
+                raise OSError(err, f"recvmmsg: {os.strerror(err)}")
+        self._lengths[:n] = hdrs["msg_len"][:n]
+        cm = self._ctrl[:n]
+        head = np.ascontiguousarray(cm[:, :_CMSG.itemsize]).view(_CMSG).reshape(n)
+        ts = np.ascontiguousarray(cm[:, _CMSG_DATA:_CMSG_DATA + _TIMESPEC.size]).view(np.int64)
+        has = (hdrs["msg_controllen"][:n] >= _CMSG_DATA + _TIMESPEC.size) & \
+            (head["cmsg_level"] == socket.SOL_SOCKET) & (head["cmsg_type"] == SO_TIMESTAMPNS)
+        self._stamps[:n] = np.where(has, ts[:, 0] + ts[:, 1] * 1e-9, np.nan)
+        return n
+
+    def _recv_plain(self) -> int:
+        n = 0
+        while n < self.batch:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(self.size, ANC_BYTES)
+            except BlockingIOError:
+                break
+            finally:
+                self.calls += 1
+            self.rows[n, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+            self._lengths[n] = len(data)
+            self._stamps[n] = realtime_stamp(anc)
+            n += 1
+        return n
+
+
+def realtime_stamp(anc) -> float:
+    """The SO_TIMESTAMPNS receive time in an ancillary-data list (CLOCK_REALTIME
+    seconds), NaN without one."""
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            return sec + nsec * 1e-9
+    return float("nan")
