@@ -141,7 +141,7 @@ class _Iteration:
     base_seq: int
     length: int
     n: int                                          # chunks
-    packets: np.ndarray                             # their payloads (agg_batch.pack_tensor)
+    packets: np.ndarray                             # (n, 16 + 4k) uint8: their payloads
     sums: np.ndarray                                # (n, k) int32: the results' values
     exponents: np.ndarray
     flags: int
@@ -210,7 +210,7 @@ class InaClient:
         flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
         packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
                                         cfg.fan_in, exps, padded.reshape(n, cfg.k))
-        self._it = _Iteration(self.next_seq, flat.size, n, packets,
+        self._it = _Iteration(self.next_seq, flat.size, n, packets.view(np.uint8).reshape(n, -1),
                               np.zeros((n, cfg.k), dtype=np.int32), exps, flags,
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
@@ -238,26 +238,25 @@ class InaClient:
         """Datagrams read at `now`, in order: row i of `rows` (uint8, at least 16 + 4k
         wide) holds the first bytes of datagram i, lengths[i] its length; arrivals[i] its
         arrival time or None (see on_packet). The same as on_packet on each in turn."""
-        cfg = self.cfg
-        self.stats.bytes_received += int(np.sum(lengths))
-        pk, ok = agg_batch.parse_rows(rows, lengths, cfg.k)
-        h = pk["h"]
-        ok &= (h["job"] == cfg.job) & (h["flags"] & wire.RESULT != 0)
-        it = self._it
-        j = (h["gen"].astype(np.int64) - 1) * cfg.window + (h["shadow_slot"] & 0x7FFF) \
-            - (it.base_seq if it else 0)
-        offset_ok = h["offset"] == j * cfg.k
-        overflow = h["flags"] & wire.OVERFLOW != 0
+        cfg, it = self.cfg, self._it
+        lengths = np.asarray(lengths).tolist()
+        self.stats.bytes_received += sum(lengths)
+        size, k, w, job = self._payload_len, cfg.k, cfg.window, cfg.job
+        base = it.base_seq if it else 0
         taken, chunks = [], []
-        for i, (good, jj, off_ok, ovf) in enumerate(zip(ok.tolist(), j.tolist(), offset_ok.tolist(),
-                                                       overflow.tolist())):
-            if not good:
+        for i, ((pjob, flags, slot, gen, offset, _, _, _, pk), length) in \
+                enumerate(zip(agg_batch.headers(rows), lengths)):
+            # well-formed as agg_packet.decode and on_packet's checks: whole, our k, our job
+            if length < size or pk != k or pjob != job or not flags & wire.RESULT:
                 self.stats.bad_packets += 1
-            elif self._on_result(jj, off_ok, ovf, now, None if arrivals is None else arrivals[i]):
+                continue
+            j = (gen - 1) * w + (slot & 0x7FFF) - base
+            if self._on_result(j, offset == j * k, bool(flags & wire.OVERFLOW), now,
+                               None if arrivals is None else arrivals[i]):
                 taken.append(i)
-                chunks.append(jj)
+                chunks.append(j)
         if taken:
-            it.sums[chunks] = pk["values"][taken]
+            it.sums[chunks] = agg_batch.values_of(rows, taken, k)
         return self._flush()
 
     def _on_result(self, j: int, offset_ok: bool, overflow: bool, now: float,
@@ -395,10 +394,11 @@ class InaClient:
     def _send_ready(self, now: float) -> None:
         """Queued retransmissions first, then new chunks, while cwnd and pacing allow
         (into the outbox: _flush packs them)."""
-        it, w, pace = self._it, self.cfg.window, self.pacer
-        new_ok = lambda: it.next_to_send < it.n and \
-            (it.next_to_send < w or (it.next_to_send - w) in it.results)
-        while it.lost and it.in_flight < self.cc.allowed() and pace.may_send(now):
+        it, pace = self._it, self.pacer
+        # Constant during this call: only results and losses move cwnd, only samples the
+        # RTO, only start() the pacing rate; an unpaced Pacer always lets sends go.
+        allowed, paced, rto = self.cc.allowed(), pace.rate is not None, self.rtt.rto
+        while it.lost and it.in_flight < allowed and (not paced or pace.may_send(now)):
             j = heapq.heappop(it.lost)
             if j in it.results:
                 continue                    # a late result answered it meanwhile
@@ -407,11 +407,16 @@ class InaClient:
             if j in it.event:
                 it.event_resent = True
                 self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
-            self._transmit(j, now, True)
-        while new_ok() and it.in_flight < self.cc.allowed() and pace.may_send(now):
-            self._transmit(it.next_to_send, now, False)
-            it.next_to_send += 1
-        blocked = (it.lost or new_ok()) and it.in_flight < self.cc.allowed()
+            n = min(self._stalls, it.retries[j])
+            self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
+        w, results, nxt = self.cfg.window, it.results, it.next_to_send
+        while nxt < it.n and (nxt < w or nxt - w in results) and it.in_flight < allowed \
+                and (not paced or pace.may_send(now)):
+            self._transmit(nxt, now, False, rto)    # never re-sent: backed_off(0) is the RTO
+            nxt += 1
+        it.next_to_send = nxt
+        new_ok = nxt < it.n and (nxt < w or nxt - w in results)
+        blocked = (it.lost or new_ok) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
 
     def _flush(self) -> SendBatch:
@@ -420,13 +425,13 @@ class InaClient:
         out, retx = self._out, self._out_retx
         if not out:
             return SendBatch(self.cfg.agg_ip, np.empty((0, self._payload_len), dtype=np.uint8))
-        rows = self._it.packets[out]                  # a copy, in send order
+        rows = self._it.packets.take(out, axis=0)      # a copy, in send order
         if retx:
-            rows["h"]["flags"][retx] |= wire.RETX
+            rows[retx, 1] |= wire.RETX                  # byte 1: the flags
         self._out, self._out_retx = [], []
-        return SendBatch(self.cfg.agg_ip, rows.view(np.uint8).reshape(len(out), self._payload_len))
+        return SendBatch(self.cfg.agg_ip, rows)
 
-    def _transmit(self, j: int, now: float, retx: bool) -> None:
+    def _transmit(self, j: int, now: float, retx: bool, timeout: float) -> None:
         it = self._it
         if retx:
             self._out_retx.append(len(self._out))
@@ -438,8 +443,8 @@ class InaClient:
         it.outstanding.pop(j, None)
         it.outstanding[j] = now             # to the end: the newest transmission
         self.pacer.sent(now)
-        it.timeout[j] = self.rtt.backed_off(min(self._stalls, it.retries[j]))
-        it.deadline[j] = now + it.timeout[j]
-        heapq.heappush(self._timers, (it.deadline[j], j))
+        it.timeout[j] = timeout             # the RTO, backed off, when it was sent
+        it.deadline[j] = deadline = now + timeout
+        heapq.heappush(self._timers, (deadline, j))
         self.stats.sent += 1
         self.stats.bytes_sent += self._payload_len
