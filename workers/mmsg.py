@@ -92,18 +92,30 @@ def sockaddr_in(ip: str, port: int) -> bytes:
 
 class Sender:
     """Sends rows of a (m, n) uint8 array as m datagrams to one address, blocking (on a
-    non-blocking socket: waits until writable) until all have left."""
+    non-blocking socket: waits until writable) until all have left.
+
+    The rows are copied into a buffer of the sender's whose message headers point at it
+    once and for all, so a batch costs one copy and one call, whatever its size."""
 
     def __init__(self, sock: socket.socket, plain: bool = False):
         self.sock = sock
         self.batched = _SENDMMSG is not None and not plain
-        self._hdrs = np.zeros(0, dtype=_MMSGHDR)
-        self._iov = np.zeros(0, dtype=_IOVEC)
-        self._addrs: dict = {}
         self.calls = 0                  # system calls made (for benchmarks)
+        self._buf = np.zeros((0, 0), dtype=np.uint8)
+        self._dst = None
+
+    def _layout(self, m: int, size: int) -> None:
+        cap = max(m, 2 * len(self._buf), 64)
+        self._buf = np.zeros((cap, size), dtype=np.uint8)
+        self._iov = np.zeros(cap, dtype=_IOVEC)
+        self._iov["iov_base"] = self._buf.ctypes.data + size * np.arange(cap, dtype=np.uintp)
+        self._iov["iov_len"] = size
+        self._hdrs = np.zeros(cap, dtype=_MMSGHDR)
+        self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(cap, dtype=np.uintp)
+        self._hdrs["msg_iovlen"] = 1
+        self._dst = None
 
     def send(self, dst: tuple[str, int], rows: np.ndarray) -> None:
-        rows = np.ascontiguousarray(rows, dtype=np.uint8)
         if not len(rows):
             return
         if not self.batched:
@@ -111,19 +123,14 @@ class Sender:
                 self._one(row.tobytes(), dst)
             return
         m, size = rows.shape
-        if len(self._hdrs) < m:
-            self._hdrs = np.zeros(max(m, 2 * len(self._hdrs)), dtype=_MMSGHDR)
-            self._iov = np.zeros(len(self._hdrs), dtype=_IOVEC)
-        addr = self._addrs.get(dst)
-        if addr is None:
-            addr = self._addrs[dst] = np.frombuffer(sockaddr_in(*dst), dtype=np.uint8).copy()
-        iov, hdrs = self._iov[:m], self._hdrs[:m]
-        iov["iov_base"] = rows.ctypes.data + size * np.arange(m, dtype=np.uintp)
-        iov["iov_len"] = size
-        hdrs["msg_name"] = addr.ctypes.data
-        hdrs["msg_namelen"] = addr.size
-        hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(m, dtype=np.uintp)
-        hdrs["msg_iovlen"] = 1
+        if m > len(self._buf) or size != self._buf.shape[1]:
+            self._layout(m, size)
+        if dst != self._dst:
+            self._addr = np.frombuffer(sockaddr_in(*dst), dtype=np.uint8).copy()
+            self._hdrs["msg_name"] = self._addr.ctypes.data
+            self._hdrs["msg_namelen"] = self._addr.size
+            self._dst = dst
+        self._buf[:m] = rows
         done, fd, base = 0, self.sock.fileno(), self._hdrs.ctypes.data
         while done < m:
             n = _SENDMMSG(fd, base + done * _MMSGHDR.itemsize, min(m - done, UIO_MAXIOV), 0)
@@ -170,6 +177,9 @@ class Receiver:
             self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(batch, dtype=np.uintp)
             self._hdrs["msg_iovlen"] = 1
             self._hdrs["msg_control"] = self._ctrl.ctypes.data + ANC_BYTES * np.arange(batch, dtype=np.uintp)
+            head = self._ctrl[:, :_CMSG.itemsize].view(_CMSG)[:, 0]     # views, read after each call
+            self._ctrl_level, self._ctrl_type = head["cmsg_level"], head["cmsg_type"]
+            self._ctrl_ts = self._ctrl[:, _CMSG_DATA:_CMSG_DATA + _TIMESPEC.size].view(np.int64)
 
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = self._recv_batched() if self.batched else self._recv_plain()
@@ -190,11 +200,10 @@ class Receiver:
             if err != errno.EINTR:
                 raise OSError(err, f"recvmmsg: {os.strerror(err)}")
         self._lengths[:n] = hdrs["msg_len"][:n]
-        cm = self._ctrl[:n]
-        head = np.ascontiguousarray(cm[:, :_CMSG.itemsize]).view(_CMSG).reshape(n)
-        ts = np.ascontiguousarray(cm[:, _CMSG_DATA:_CMSG_DATA + _TIMESPEC.size]).view(np.int64)
+        # one cmsghdr then a timespec per message: (cmsg_len, level|type, sec, nsec)
         has = (hdrs["msg_controllen"][:n] >= _CMSG_DATA + _TIMESPEC.size) & \
-            (head["cmsg_level"] == socket.SOL_SOCKET) & (head["cmsg_type"] == SO_TIMESTAMPNS)
+            (self._ctrl_level[:n] == socket.SOL_SOCKET) & (self._ctrl_type[:n] == SO_TIMESTAMPNS)
+        ts = self._ctrl_ts[:n]
         self._stamps[:n] = np.where(has, ts[:, 0] + ts[:, 1] * 1e-9, np.nan)
         return n
 
