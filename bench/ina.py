@@ -62,17 +62,28 @@ def parameters_for(rate_mbps: float, k: int, seconds: float) -> int:
 
 
 def limiter(ratio: float, switch_cpu: float, switch_wait: float, worker_cpu: float,
-            worker_wait: float) -> str:
+            worker_wait: float, machine: dict | None = None) -> str:
     """What limited a step. Shares are fractions of one core over the step: cpu = time
-    running, wait = time runnable but waiting for a core (the 2 cores are shared)."""
+    running, wait = time runnable but waiting for a core (the 2 cores are shared).
+    machine (optional): {"cores", "busy" (cores busy over the step, /proc/stat: every
+    process and the kernel's packet work), "switch", "workers" (all of them)}: when
+    the cores were nearly all busy, no single process is the limit but their sum."""
     if ratio >= THRESHOLD:
         return "link (goodput at capacity)"
     if switch_cpu >= 0.85:
         return f"switch CPU (busy {switch_cpu:.0%} of a core)"
+    if worker_cpu >= 0.85:
+        return f"worker CPU (busiest worker ran {worker_cpu:.0%} of a core)"
+    if machine and machine["busy"] >= 0.9 * machine["cores"]:
+        rest = machine["busy"] - machine["switch"] - machine["workers"]
+        return (f"the machine's CPUs (busy {machine['busy']:.2f} of {machine['cores']} cores: "
+                f"switch {machine['switch']:.2f}, workers {machine['workers']:.2f}, kernel "
+                f"softirq and other processes {rest:.2f}; switch waited {switch_wait:.0%} and "
+                f"the busiest worker {worker_wait:.0%} of the time for a core)")
     if switch_cpu + switch_wait >= 0.85:
         return (f"switch CPU (ran {switch_cpu:.0%}, waited {switch_wait:.0%} for a core: "
                 "the machine's cores are shared with the workers and other load)")
-    if worker_cpu >= 0.85 or worker_cpu + worker_wait >= 0.85:
+    if worker_cpu + worker_wait >= 0.85:
         return f"worker CPU (busiest worker ran {worker_cpu:.0%}, waited {worker_wait:.0%} for a core)"
     return (f"latency, not CPU (switch ran {switch_cpu:.0%} and waited {switch_wait:.0%}; "
             f"busiest worker ran {worker_cpu:.0%} and waited {worker_wait:.0%}): the window of "
@@ -86,6 +97,13 @@ def switch_datapath(log_text: str) -> str:
     the two are different benchmarks."""
     m = re.search(r"datapath: (compiled|python)\b", log_text)
     return m.group(1) if m else "unknown"
+
+
+def busy_seconds(proc_stat: str) -> float:
+    """CPU seconds all cores spent busy (not idle, not waiting for I/O) since boot, from
+    /proc/stat's first line."""
+    f = [int(x) for x in proc_stat.splitlines()[0].split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")   # less idle and iowait
 
 
 def best_rate(steps: list[dict]) -> dict | None:
@@ -216,6 +234,7 @@ class Bench:
         try:
             _wait(lambda: all(any(e["event"] == "worker_ready" for e in read_events(sdir / f"{h}.jsonl"))
                               or procs[h].poll() is not None for h in hosts), 120, "workers ready")
+            busy0 = busy_seconds(Path("/proc/stat").read_text())
             sw0, t0 = cpu_seconds(self.sw.pid_of_switch), time.monotonic()
             wait0 = runqueue_wait_s(str(self.sw.pid_of_switch))
             go.touch()
@@ -224,6 +243,7 @@ class Bench:
             wall = time.monotonic() - t0
             sw1 = cpu_seconds(self.sw.pid_of_switch)
             wait1 = runqueue_wait_s(str(self.sw.pid_of_switch))
+            busy1 = busy_seconds(Path("/proc/stat").read_text())
         finally:
             for p in procs.values():
                 if p.poll() is None:
@@ -245,7 +265,10 @@ class Bench:
                 "cpu_us_per_pkt": 1e6 * (sw1 - sw0) / pkts if pkts else None,
                 "switch_wait": (wait1 - wait0) / wall if wait0 is not None and wait1 is not None else 0.0,
                 **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts))),
-                "worker_us_per_pkt": _worker_us_per_pkt(sdir, hosts, pkts)}
+                "worker_us_per_pkt": _worker_us_per_pkt(sdir, hosts, pkts),
+                "machine": {"cores": os.cpu_count() or 1, "busy": (busy1 - busy0) / wall,
+                            "switch": (sw1 - sw0) / wall,
+                            "workers": _workers_cpu_s(sdir, hosts) / wall}}
 
 
 def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
@@ -269,18 +292,22 @@ def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
     return best
 
 
-def _worker_us_per_pkt(sdir: Path, hosts, pkts: int) -> float | None:
-    """All workers' CPU time after the start signal per packet they sent (each also
-    reads one result): the worker side's cost of a packet, gradients and quantization
-    included."""
+def _workers_cpu_s(sdir: Path, hosts) -> float:
+    """All workers' CPU seconds after the start signal (0 for a worker that logged none)."""
     from workers.events import read_events
     cpu = 0.0
     for h in hosts:
         end = [e for e in read_events(sdir / f"{h}.jsonl") if e["event"] == "worker_end"]
-        if not end or end[0].get("cpu_s") is None:
-            return None
-        cpu += end[0]["cpu_s"] - end[0].get("cpu_s_at_go", 0.0)
-    return 1e6 * cpu / pkts if pkts else None
+        if end and end[0].get("cpu_s") is not None:
+            cpu += end[0]["cpu_s"] - end[0].get("cpu_s_at_go", 0.0)
+    return cpu
+
+
+def _worker_us_per_pkt(sdir: Path, hosts, pkts: int) -> float | None:
+    """All workers' CPU time after the start signal per packet they sent (each also
+    reads one result): the worker side's cost of a packet, gradients and quantization
+    included."""
+    return 1e6 * _workers_cpu_s(sdir, hosts) / pkts if pkts else None
 
 
 def _wait(cond, timeout: float, what: str) -> None:
@@ -325,14 +352,16 @@ def main(argv=None) -> int:
                 s = b.step(r, a.seconds, a.iterations)
                 steps.append(s)
                 s["limit"] = limiter(s["ratio"], s["switch_cpu"], s["switch_wait"], s["worker_cpu"],
-                                     s["worker_wait"])
+                                     s["worker_wait"], s["machine"])
                 print(f"  {r:6g} Mbps: goodput {s['goodput_Bps'] * 8 / 1e6:6.2f} Mbps/worker of "
                       f"{s['capacity_Bps'] * 8 / 1e6:6.2f} capacity (ratio {s['ratio']:.2f}), "
                       f"{s['packets']} pkts in, {s['retransmissions']} retx, switch CPU "
                       f"{s['switch_cpu']:.0%} (+{s['switch_wait']:.0%} waiting), busiest worker CPU "
                       f"{s['worker_cpu']:.0%} (+{s['worker_wait']:.0%}), "
                       f"{s['cpu_us_per_pkt']:.0f} us/pkt switch, "
-                      f"{_us(s['worker_us_per_pkt'])} us/pkt workers: {s['limit']}", flush=True)
+                      f"{_us(s['worker_us_per_pkt'])} us/pkt workers, machine busy "
+                      f"{s['machine']['busy']:.2f} of {s['machine']['cores']} cores: {s['limit']}",
+                      flush=True)
                 below = below + 1 if s["ratio"] < THRESHOLD else 0
                 if below >= 2:          # two steps in a row below: the limit is found
                     break
