@@ -278,21 +278,24 @@ class InaClient:
         it.deadline[j] = None
         it.outstanding.pop(j, None)
         self._progress = now
-        if j in it.event:
+        cc = self.cc
+        if it.event and j in it.event:
             it.event.discard(j)
-            if not it.event and not it.event_resent and self.cc.before_cut is not None:
-                self.cc.undo()              # all of the event's chunks were only late
+            if not it.event and not it.event_resent and cc.before_cut is not None:
+                cc.undo()                   # all of the event's chunks were only late
                 self.stats.cwnd_undos += 1
-        self.cc.on_result(now)
+        cc.on_result(now)
         if it.retries[j] == 0:              # Karn: only unambiguous samples
-            self.rtt.sample(now - it.sent_at[j])
-            if it.sent_at[j] >= self._rack_sent:
-                self._rack_sent, self._rack_rtt = it.sent_at[j], now - it.sent_at[j]
+            sent = it.sent_at[j]
+            rtt = self.rtt
+            rtt.sample(now - sent)
+            if sent >= self._rack_sent:
+                self._rack_sent, self._rack_rtt = sent, now - sent
                 if self.cfg.rack:
                     self._rack_detect(now)
             # nor re-sent chunks for the rate: a switch answers them from its stored
             # result, in bursts at the LAN's rate, not the path's
-            self.pacer.on_result(now if arrival is None else arrival, self.rtt.srtt)
+            self.pacer.on_result(now if arrival is None else arrival, rtt.srtt)
         self._stalls = 0
         self._send_ready(now)
         return True
@@ -409,12 +412,22 @@ class InaClient:
                 self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
             n = min(self._stalls, it.retries[j])
             self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
-        w, results, nxt = self.cfg.window, it.results, it.next_to_send
-        while nxt < it.n and (nxt < w or nxt - w in results) and it.in_flight < allowed \
+        # New chunks: _transmit inlined (the hot loop: one chunk per result in steady
+        # state); a new chunk was never sent, so it is in no timer or `outstanding` yet.
+        w, results, nxt, n, in_flight = self.cfg.window, it.results, it.next_to_send, it.n, it.in_flight
+        out, outstanding, timers, deadline = self._out, it.outstanding, self._timers, it.deadline
+        while nxt < n and (nxt < w or nxt - w in results) and in_flight < allowed \
                 and (not paced or pace.may_send(now)):
-            self._transmit(nxt, now, False, rto)    # never re-sent: backed_off(0) is the RTO
+            out.append(nxt)
+            it.sent_at[nxt] = it.last_tx[nxt] = outstanding[nxt] = now
+            in_flight += 1
+            if paced:
+                pace.sent(now)
+            it.timeout[nxt] = rto           # never re-sent: backed_off(0) is the RTO
+            deadline[nxt] = d = now + rto
+            heapq.heappush(timers, (d, nxt))
             nxt += 1
-        it.next_to_send = nxt
+        it.next_to_send, it.in_flight = nxt, in_flight
         new_ok = nxt < it.n and (nxt < w or nxt - w in results)
         blocked = (it.lost or new_ok) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
@@ -425,6 +438,8 @@ class InaClient:
         out, retx = self._out, self._out_retx
         if not out:
             return SendBatch(self.cfg.agg_ip, np.empty((0, self._payload_len), dtype=np.uint8))
+        self.stats.sent += len(out)
+        self.stats.bytes_sent += len(out) * self._payload_len
         rows = self._it.packets.take(out, axis=0)      # a copy, in send order
         if retx:
             rows[retx, 1] |= wire.RETX                  # byte 1: the flags
@@ -442,9 +457,8 @@ class InaClient:
         it.in_flight += 1
         it.outstanding.pop(j, None)
         it.outstanding[j] = now             # to the end: the newest transmission
-        self.pacer.sent(now)
+        if self.pacer.rate is not None:
+            self.pacer.sent(now)
         it.timeout[j] = timeout             # the RTO, backed off, when it was sent
         it.deadline[j] = deadline = now + timeout
         heapq.heappush(self._timers, (deadline, j))
-        self.stats.sent += 1
-        self.stats.bytes_sent += self._payload_len
