@@ -14,11 +14,15 @@ payload capacity: rate x 4k / frame bytes (frame = Ethernet + IPv4 + UDP + 16-by
 bounds it).
 
 Printed per step: goodput, ratio, retransmissions, CPU share of the switch and of the
-workers. The result: the highest rate with goodput >= 0.9 x capacity, what limits it
-above (switch CPU, worker CPU, the shared CPUs of this machine, or the link), and the
-switch's CPU time per aggregated packet (packets into the switch = every worker's
-sends, retransmissions included). The first line and the last say which data path the switch ran
-(its log line "datapath: compiled|python"). Last line:
+busiest worker (and how long each waited for a core), CPU time per packet of the switch
+and of all workers together (their CPU after the start signal: the packet path, and the
+gradients and quantization too), and how many of the machine's cores were busy (/proc/stat:
+every process and the kernel's packet work, other users' load included). The result: the
+highest rate with goodput >= 0.9 x capacity, what limits it above (switch CPU, worker CPU,
+the machine's cores all busy, or latency), and the switch's CPU time per aggregated packet
+(packets into the switch = every worker's sends, retransmissions included). The first
+line and the last say which data path the switch ran (its log line "datapath:
+compiled|python"): the two are different benchmarks. Last line:
   ina: max_rate_mbps=... goodput_ratio=... cpu_us_per_pkt=... k=... datapath=...
 Node names carry the prefix 'ib'.
 """
