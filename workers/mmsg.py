@@ -104,7 +104,7 @@ class Sender:
         self._buf = np.zeros((0, 0), dtype=np.uint8)
         self._dst = None
 
-    def _layout(self, m: int, size: int) -> None:
+    def _allocate(self, m: int, size: int) -> None:
         cap = max(m, 2 * len(self._buf), 64)
         self._buf = np.zeros((cap, size), dtype=np.uint8)
         self._iov = np.zeros(cap, dtype=_IOVEC)
@@ -124,7 +124,7 @@ class Sender:
             return
         m, size = rows.shape
         if m > len(self._buf) or size != self._buf.shape[1]:
-            self._layout(m, size)
+            self._allocate(m, size)
         if dst != self._dst:
             self._addr = np.frombuffer(sockaddr_in(*dst), dtype=np.uint8).copy()
             self._hdrs["msg_name"] = self._addr.ctypes.data
