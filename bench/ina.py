@@ -17,7 +17,8 @@ Printed per step: goodput, ratio, retransmissions, CPU share of the switch and o
 busiest worker (and how long each waited for a core), CPU time per packet of the switch
 and of all workers together (their CPU after the start signal: the packet path, and the
 gradients and quantization too), and how many of the machine's cores were busy (/proc/stat:
-every process and the kernel's packet work, other users' load included). The result: the
+every process and the kernel's packet work, other users' load included, and how much of
+that the hypervisor stole). The result: the
 highest rate with goodput >= 0.9 x capacity, what limits it above (switch CPU, worker CPU,
 the machine's cores all busy, or latency), and the switch's CPU time per aggregated packet
 (packets into the switch = every worker's sends, retransmissions included). The first
@@ -79,10 +80,11 @@ def limiter(ratio: float, switch_cpu: float, switch_wait: float, worker_cpu: flo
     if worker_cpu >= 0.85:
         return f"worker CPU (busiest worker ran {worker_cpu:.0%} of a core)"
     if machine and machine["busy"] >= 0.9 * machine["cores"]:
-        rest = machine["busy"] - machine["switch"] - machine["workers"]
+        rest = machine["busy"] - machine["switch"] - machine["workers"] - machine.get("steal", 0.0)
         return (f"the machine's CPUs (busy {machine['busy']:.2f} of {machine['cores']} cores: "
                 f"switch {machine['switch']:.2f}, workers {machine['workers']:.2f}, kernel "
-                f"softirq and other processes {rest:.2f}; switch waited {switch_wait:.0%} and "
+                f"softirq and other processes {rest:.2f}, stolen by the hypervisor "
+                f"{machine.get('steal', 0.0):.2f}; switch waited {switch_wait:.0%} and "
                 f"the busiest worker {worker_wait:.0%} of the time for a core)")
     if switch_cpu + switch_wait >= 0.85:
         return (f"switch CPU (ran {switch_cpu:.0%}, waited {switch_wait:.0%} for a core: "
@@ -103,11 +105,13 @@ def switch_datapath(log_text: str) -> str:
     return m.group(1) if m else "unknown"
 
 
-def busy_seconds(proc_stat: str) -> float:
-    """CPU seconds all cores spent busy (not idle, not waiting for I/O) since boot, from
-    /proc/stat's first line."""
+def busy_seconds(proc_stat: str) -> tuple[float, float]:
+    """(busy, stolen) CPU seconds of all cores since boot, from /proc/stat's first line:
+    busy = running anything here (user, nice, system, irq, softirq); stolen = the
+    hypervisor ran something else while this machine had work for the core."""
     f = [int(x) for x in proc_stat.splitlines()[0].split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")   # less idle and iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / hz, f[7] / hz
 
 
 def best_rate(steps: list[dict]) -> dict | None:
@@ -238,7 +242,7 @@ class Bench:
         try:
             _wait(lambda: all(any(e["event"] == "worker_ready" for e in read_events(sdir / f"{h}.jsonl"))
                               or procs[h].poll() is not None for h in hosts), 120, "workers ready")
-            busy0 = busy_seconds(Path("/proc/stat").read_text())
+            busy0, steal0 = busy_seconds(Path("/proc/stat").read_text())
             sw0, t0 = cpu_seconds(self.sw.pid_of_switch), time.monotonic()
             wait0 = runqueue_wait_s(str(self.sw.pid_of_switch))
             go.touch()
@@ -247,7 +251,7 @@ class Bench:
             wall = time.monotonic() - t0
             sw1 = cpu_seconds(self.sw.pid_of_switch)
             wait1 = runqueue_wait_s(str(self.sw.pid_of_switch))
-            busy1 = busy_seconds(Path("/proc/stat").read_text())
+            busy1, steal1 = busy_seconds(Path("/proc/stat").read_text())
         finally:
             for p in procs.values():
                 if p.poll() is None:
@@ -270,7 +274,9 @@ class Bench:
                 "switch_wait": (wait1 - wait0) / wall if wait0 is not None and wait1 is not None else 0.0,
                 **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts))),
                 "worker_us_per_pkt": _worker_us_per_pkt(sdir, hosts, pkts),
-                "machine": {"cores": os.cpu_count() or 1, "busy": (busy1 - busy0) / wall,
+                "machine": {"cores": os.cpu_count() or 1,
+                            "busy": (busy1 - busy0 + steal1 - steal0) / wall,
+                            "steal": (steal1 - steal0) / wall,
                             "switch": (sw1 - sw0) / wall,
                             "workers": _workers_cpu_s(sdir, hosts) / wall}}
 
@@ -364,7 +370,8 @@ def main(argv=None) -> int:
                       f"{s['worker_cpu']:.0%} (+{s['worker_wait']:.0%}), "
                       f"{s['cpu_us_per_pkt']:.0f} us/pkt switch, "
                       f"{_us(s['worker_us_per_pkt'])} us/pkt workers, machine busy "
-                      f"{s['machine']['busy']:.2f} of {s['machine']['cores']} cores: {s['limit']}",
+                      f"{s['machine']['busy']:.2f} of {s['machine']['cores']} cores "
+                      f"({s['machine']['steal']:.2f} stolen): {s['limit']}",
                       flush=True)
                 below = below + 1 if s["ratio"] < THRESHOLD else 0
                 if below >= 2:          # two steps in a row below: the limit is found
