@@ -37,7 +37,12 @@ def test_packed_tensor_is_byte_for_byte_the_reference_encoding(k):
         f = ap.decode(rows[j].tobytes())
         assert h == (f.job, f.flags, f.shadow << 15 | f.slot, f.gen, f.offset, f.sender, f.fan_in,
                      f.exponent, k)
-    np.testing.assert_array_equal(agg_batch.values_of(rows, [4, 0, 4], k), values[[4, 0, 4]])
+    for index in ([4, 0, 4], [3, 1, 2, 5, 6, 7]):           # one by one, and gathered
+        dest = np.zeros((n + 9, k), np.int32)
+        chunks = [j + 9 for j in range(len(index))]
+        agg_batch.store_values(dest, chunks, rows, index, k)
+        np.testing.assert_array_equal(dest[chunks], values[index])
+        assert not dest[:9].any()
 
 
 def test_pack_refuses_what_the_header_cannot_carry():
@@ -185,8 +190,8 @@ def test_sender_and_receiver_carry_batches_with_timestamps(plain):
             if not len(data):
                 break
             got.append(data.copy())
-            lengths += n.tolist()
-            stamps += st.tolist()
+            lengths += n
+            stamps += st
         got = np.concatenate(got)
         assert len(got) == 1500 and r.calls >= 15
         np.testing.assert_array_equal(got, rows[:, :64])      # cut to the receiver's size

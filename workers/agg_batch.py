@@ -73,6 +73,12 @@ def headers(rows: np.ndarray):
     return _HDR.iter_unpack(rows[:, :AGG_HEADER_LEN].tobytes())
 
 
-def values_of(rows: np.ndarray, index, k: int) -> np.ndarray:
-    """The k big-endian values of the rows `index` (a list), as an (len(index), k) array."""
-    return rows.take(index, axis=0)[:, AGG_HEADER_LEN:AGG_HEADER_LEN + 4 * k].view(">i4")
+def store_values(dest: np.ndarray, chunks: list, rows: np.ndarray, index: list, k: int) -> None:
+    """dest[chunks[i]] = the k big-endian values of rows[index[i]], for every i. A few rows
+    one by one (~0.7 us each), more in one gather (~3 us, then ~0.05 us a row): at a few
+    Mbps a worker reads one or two results per wake-up."""
+    if len(index) <= 4:
+        for i, j in zip(index, chunks):
+            dest[j] = rows[i, AGG_HEADER_LEN:AGG_HEADER_LEN + 4 * k].view(">i4")
+    else:
+        dest[chunks] = rows.take(index, axis=0)[:, AGG_HEADER_LEN:AGG_HEADER_LEN + 4 * k].view(">i4")

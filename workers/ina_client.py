@@ -189,6 +189,9 @@ class InaClient:
         self._out: list[int] = []
         self._out_retx: list[int] = []
         self._payload_len = agg_batch.payload_len(cfg.k)
+        nothing = np.empty((0, self._payload_len), dtype=np.uint8)
+        nothing.flags.writeable = False
+        self._nothing = SendBatch(cfg.agg_ip, nothing)      # most timer calls send nothing
 
     # ------------------------------------------------------------- inputs
     def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
@@ -239,7 +242,8 @@ class InaClient:
         wide) holds the first bytes of datagram i, lengths[i] its length; arrivals[i] its
         arrival time or None (see on_packet). The same as on_packet on each in turn."""
         cfg, it = self.cfg, self._it
-        lengths = np.asarray(lengths).tolist()
+        if not isinstance(lengths, list):
+            lengths = np.asarray(lengths).tolist()
         self.stats.bytes_received += sum(lengths)
         size, k, w, job = self._payload_len, cfg.k, cfg.window, cfg.job
         base = it.base_seq if it else 0
@@ -256,7 +260,7 @@ class InaClient:
                 taken.append(i)
                 chunks.append(j)
         if taken:
-            it.sums[chunks] = agg_batch.values_of(rows, taken, k)
+            agg_batch.store_values(it.sums, chunks, rows, taken, k)
         return self._flush()
 
     def _on_result(self, j: int, offset_ok: bool, overflow: bool, now: float,
@@ -437,7 +441,7 @@ class InaClient:
         re-sent ones' copies."""
         out, retx = self._out, self._out_retx
         if not out:
-            return SendBatch(self.cfg.agg_ip, np.empty((0, self._payload_len), dtype=np.uint8))
+            return self._nothing
         self.stats.sent += len(out)
         self.stats.bytes_sent += len(out) * self._payload_len
         rows = self._it.packets.take(out, axis=0)      # a copy, in send order

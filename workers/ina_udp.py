@@ -88,12 +88,13 @@ def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = Fals
                 rows, lengths, stamps = receiver.recv()
                 if not len(rows):
                     break
-                arrivals = arrival_times(stamps, offset, now).tolist()
+                arrivals = arrival_times(stamps, offset, now)
                 for c, idx in _by_client(clients, by_job, rows, lengths):
                     if idx is None:
                         out = c.on_packets(rows, lengths, now, arrivals)
                     else:
-                        out = c.on_packets(rows[idx], lengths[idx], now, [arrivals[i] for i in idx])
+                        out = c.on_packets(rows[idx], [lengths[i] for i in idx], now,
+                                           [arrivals[i] for i in idx])
                     _send(sender, out, port)
                 if len(rows) < RECV_BATCH:
                     break                   # drained: no need for a call that says EAGAIN
@@ -102,22 +103,21 @@ def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = Fals
     return [c.result() for c in clients]
 
 
-def _by_client(clients, by_job: dict, rows: np.ndarray, lengths: np.ndarray):
+def _by_client(clients, by_job: dict, rows: np.ndarray, lengths: list):
     """[(client, indices of its datagrams or None for all)]: results go to the client
     of their job (the first byte); empty datagrams and unknown jobs to the first one,
     which counts them as bad."""
     if len(clients) == 1:
         return [(clients[0], None)]
-    jobs = np.where(lengths > 0, rows[:, 0], -1).tolist()
-    owner = [by_job.get(j, clients[0]) for j in jobs]
+    jobs = rows[:, 0].tolist()
+    owner = [by_job.get(j, clients[0]) if n else clients[0] for j, n in zip(jobs, lengths)]
     return [(c, idx) for c in clients if (idx := [i for i, o in enumerate(owner) if o is c])]
 
 
-def arrival_times(stamps: np.ndarray, realtime_minus_clock: float, now: float) -> np.ndarray:
+def arrival_times(stamps, realtime_minus_clock: float, now: float) -> list[float]:
     """Kernel receive timestamps (CLOCK_REALTIME, NaN: none) on the caller's clock, never
     later than `now`; `now` where there is none (the client's default then)."""
-    t = np.minimum(now, stamps - realtime_minus_clock)
-    return np.where(np.isnan(t), now, t)
+    return [now if s != s else min(now, s - realtime_minus_clock) for s in stamps]
 
 
 def arrival_time(anc, realtime_minus_clock: float, now: float) -> float | None:

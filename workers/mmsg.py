@@ -113,6 +113,7 @@ class Sender:
         self._hdrs = np.zeros(cap, dtype=_MMSGHDR)
         self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(cap, dtype=np.uintp)
         self._hdrs["msg_iovlen"] = 1
+        self._hdrs_ptr = self._hdrs.ctypes.data
         self._dst = None
 
     def send(self, dst: tuple[str, int], rows: np.ndarray) -> None:
@@ -131,7 +132,7 @@ class Sender:
             self._hdrs["msg_namelen"] = self._addr.size
             self._dst = dst
         self._buf[:m] = rows
-        done, fd, base = 0, self.sock.fileno(), self._hdrs.ctypes.data
+        done, fd, base = 0, self.sock.fileno(), self._hdrs_ptr
         while done < m:
             n = _SENDMMSG(fd, base + done * _MMSGHDR.itemsize, min(m - done, UIO_MAXIOV), 0)
             self.calls += 1
@@ -158,16 +159,18 @@ class Receiver:
     """Reads up to `batch` waiting datagrams per call, without blocking:
     recv() -> (rows, lengths, stamps), row i holding datagram i's first `size` bytes,
     lengths[i] its length (as read: cut to `size`), stamps[i] its kernel receive time
-    (CLOCK_REALTIME seconds; NaN without one). Empty arrays when nothing is waiting. The
-    arrays are reused by the next call: consume them before."""
+    (CLOCK_REALTIME seconds; NaN without one). Nothing waiting: no rows, empty lists.
+    The rows are reused by the next call: consume them before.
+
+    Lengths and stamps are lists, not arrays: a worker at a few Mbps reads one or two
+    datagrams per wake-up, and then every numpy operation (~1 us each, whatever the
+    size) cost more than the Python that reads the few values."""
 
     def __init__(self, sock: socket.socket, size: int = 2048, batch: int = 64, plain: bool = False):
         self.sock, self.size, self.batch = sock, size, batch
         self.batched = _RECVMMSG is not None and not plain
         self.calls = 0
         self.rows = np.zeros((batch, size), dtype=np.uint8)
-        self._lengths = np.zeros(batch, dtype=np.int64)
-        self._stamps = np.full(batch, np.nan)
         if self.batched:
             self._ctrl = np.zeros((batch, ANC_BYTES), dtype=np.uint8)
             self._iov = np.zeros(batch, dtype=_IOVEC)
@@ -177,50 +180,50 @@ class Receiver:
             self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(batch, dtype=np.uintp)
             self._hdrs["msg_iovlen"] = 1
             self._hdrs["msg_control"] = self._ctrl.ctypes.data + ANC_BYTES * np.arange(batch, dtype=np.uintp)
-            head = self._ctrl[:, :_CMSG.itemsize].view(_CMSG)[:, 0]     # views, read after each call
+            self._hdrs_ptr = self._hdrs.ctypes.data
+            # views, read after each call: what the kernel wrote
+            self._msg_len, self._controllen = self._hdrs["msg_len"], self._hdrs["msg_controllen"]
+            head = self._ctrl[:, :_CMSG.itemsize].view(_CMSG)[:, 0]
             self._ctrl_level, self._ctrl_type = head["cmsg_level"], head["cmsg_type"]
             self._ctrl_ts = self._ctrl[:, _CMSG_DATA:_CMSG_DATA + _TIMESPEC.size].view(np.int64)
 
-    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = self._recv_batched() if self.batched else self._recv_plain()
-        return self.rows[:n], self._lengths[:n], self._stamps[:n]
+    def recv(self) -> tuple[np.ndarray, list, list]:
+        return self._recv_batched() if self.batched else self._recv_plain()
 
-    def _recv_batched(self) -> int:
-        hdrs = self._hdrs
-        hdrs["msg_controllen"] = ANC_BYTES          # the kernel writes back what it used
-        hdrs["msg_flags"] = 0
+    def _recv_batched(self):
+        self._controllen[:] = ANC_BYTES              # the kernel writes back what it used
         while True:
-            n = _RECVMMSG(self.sock.fileno(), hdrs.ctypes.data, self.batch, MSG_DONTWAIT, None)
+            n = _RECVMMSG(self.sock.fileno(), self._hdrs_ptr, self.batch, MSG_DONTWAIT, None)
             self.calls += 1
             if n >= 0:
                 break
             err = ctypes.get_errno()
             if err in (errno.EAGAIN, errno.EWOULDBLOCK):
-                return 0
+                return self.rows[:0], [], []
             if err != errno.EINTR:
                 raise OSError(err, f"recvmmsg: {os.strerror(err)}")
-        self._lengths[:n] = hdrs["msg_len"][:n]
-        # one cmsghdr then a timespec per message: (cmsg_len, level|type, sec, nsec)
-        has = (hdrs["msg_controllen"][:n] >= _CMSG_DATA + _TIMESPEC.size) & \
-            (self._ctrl_level[:n] == socket.SOL_SOCKET) & (self._ctrl_type[:n] == SO_TIMESTAMPNS)
-        ts = self._ctrl_ts[:n]
-        self._stamps[:n] = np.where(has, ts[:, 0] + ts[:, 1] * 1e-9, np.nan)
-        return n
+        # one cmsghdr then a timespec per message (the socket asks for nothing else)
+        whole = _CMSG_DATA + _TIMESPEC.size
+        stamps = [sec + nsec * 1e-9 if used >= whole and level == socket.SOL_SOCKET
+                  and kind == SO_TIMESTAMPNS else float("nan")
+                  for (sec, nsec), used, level, kind in
+                  zip(self._ctrl_ts[:n].tolist(), self._controllen[:n].tolist(),
+                      self._ctrl_level[:n].tolist(), self._ctrl_type[:n].tolist())]
+        return self.rows[:n], self._msg_len[:n].tolist(), stamps
 
-    def _recv_plain(self) -> int:
-        n = 0
-        while n < self.batch:
+    def _recv_plain(self):
+        lengths, stamps = [], []
+        while len(lengths) < self.batch:
             try:
                 data, anc, _, _ = self.sock.recvmsg(self.size, ANC_BYTES)
             except BlockingIOError:
                 break
             finally:
                 self.calls += 1
-            self.rows[n, :len(data)] = np.frombuffer(data, dtype=np.uint8)
-            self._lengths[n] = len(data)
-            self._stamps[n] = realtime_stamp(anc)
-            n += 1
-        return n
+            self.rows[len(lengths), :len(data)] = np.frombuffer(data, dtype=np.uint8)
+            lengths.append(len(data))
+            stamps.append(realtime_stamp(anc))
+        return self.rows[:len(lengths)], lengths, stamps
 
 
 def realtime_stamp(anc) -> float:
