@@ -14,11 +14,17 @@ payload capacity: rate x 4k / frame bytes (frame = Ethernet + IPv4 + UDP + 16-by
 bounds it).
 
 Printed per step: goodput, ratio, retransmissions, CPU share of the switch and of the
-workers. The result: the highest rate with goodput >= 0.9 x capacity, what limits it
-above (switch CPU, worker CPU, the shared CPUs of this machine, or the link), and the
-switch's CPU time per aggregated packet (packets into the switch = every worker's
-sends, retransmissions included). Last line:
-  ina: max_rate_mbps=... goodput_ratio=... cpu_us_per_pkt=... k=...
+busiest worker (and how long each waited for a core), CPU time per packet of the switch
+and of all workers together (their CPU after the start signal: the packet path, and the
+gradients and quantization too), and how many of the machine's cores were busy (/proc/stat:
+every process and the kernel's packet work, other users' load included, and how much of
+that the hypervisor stole). The result: the
+highest rate with goodput >= 0.9 x capacity, what limits it above (switch CPU, worker CPU,
+the machine's cores all busy, or latency), and the switch's CPU time per aggregated packet
+(packets into the switch = every worker's sends, retransmissions included). The first
+line and the last say which data path the switch ran (its log line "datapath:
+compiled|python"): the two are different benchmarks. Last line:
+  ina: max_rate_mbps=... goodput_ratio=... cpu_us_per_pkt=... k=... datapath=...
 Node names carry the prefix 'ib'.
 """
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,21 +67,51 @@ def parameters_for(rate_mbps: float, k: int, seconds: float) -> int:
 
 
 def limiter(ratio: float, switch_cpu: float, switch_wait: float, worker_cpu: float,
-            worker_wait: float) -> str:
+            worker_wait: float, machine: dict | None = None) -> str:
     """What limited a step. Shares are fractions of one core over the step: cpu = time
-    running, wait = time runnable but waiting for a core (the 2 cores are shared)."""
+    running, wait = time runnable but waiting for a core (the 2 cores are shared).
+    machine (optional): {"cores", "busy" (cores busy over the step, /proc/stat: every
+    process and the kernel's packet work), "switch", "workers" (all of them)}: when
+    the cores were nearly all busy, no single process is the limit but their sum."""
     if ratio >= THRESHOLD:
         return "link (goodput at capacity)"
     if switch_cpu >= 0.85:
         return f"switch CPU (busy {switch_cpu:.0%} of a core)"
+    if worker_cpu >= 0.85:
+        return f"worker CPU (busiest worker ran {worker_cpu:.0%} of a core)"
+    if machine and machine["busy"] >= 0.9 * machine["cores"]:
+        rest = machine["busy"] - machine["switch"] - machine["workers"] - machine.get("steal", 0.0)
+        return (f"the machine's CPUs (busy {machine['busy']:.2f} of {machine['cores']} cores: "
+                f"switch {machine['switch']:.2f}, workers {machine['workers']:.2f}, kernel "
+                f"softirq and other processes {rest:.2f}, stolen by the hypervisor "
+                f"{machine.get('steal', 0.0):.2f}; switch waited {switch_wait:.0%} and "
+                f"the busiest worker {worker_wait:.0%} of the time for a core)")
     if switch_cpu + switch_wait >= 0.85:
         return (f"switch CPU (ran {switch_cpu:.0%}, waited {switch_wait:.0%} for a core: "
                 "the machine's cores are shared with the workers and other load)")
-    if worker_cpu >= 0.85 or worker_cpu + worker_wait >= 0.85:
+    if worker_cpu + worker_wait >= 0.85:
         return f"worker CPU (busiest worker ran {worker_cpu:.0%}, waited {worker_wait:.0%} for a core)"
     return (f"latency, not CPU (switch ran {switch_cpu:.0%} and waited {switch_wait:.0%}; "
             f"busiest worker ran {worker_cpu:.0%} and waited {worker_wait:.0%}): the window of "
             f"{WINDOW} packets does not cover the round trip through the switch")
+
+
+def switch_datapath(log_text: str) -> str:
+    """Which data path the softswitch ran ("compiled" or "python"), from its log line
+    "datapath: compiled (...)" / "datapath: python (why)"; "unknown" without one.
+    Why: the compiled path carries ~10 x the packets per CPU second, so figures of
+    the two are different benchmarks."""
+    m = re.search(r"datapath: (compiled|python)\b", log_text)
+    return m.group(1) if m else "unknown"
+
+
+def busy_seconds(proc_stat: str) -> tuple[float, float]:
+    """(busy, stolen) CPU seconds of all cores since boot, from /proc/stat's first line:
+    busy = running anything here (user, nice, system, irq, softirq); stolen = the
+    hypervisor ran something else while this machine had work for the core."""
+    f = [int(x) for x in proc_stat.splitlines()[0].split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / hz, f[7] / hz
 
 
 def best_rate(steps: list[dict]) -> dict | None:
@@ -158,6 +195,10 @@ class Bench:
             netbuild.stop_network(self.net)
         return False
 
+    def datapath(self) -> str:
+        log = self.dir / "logs" / "switch.log"
+        return switch_datapath(log.read_text(errors="replace") if log.exists() else "")
+
     def set_rate(self, mbps: float) -> None:
         from topologies import linkemu, netbuild
         for s in self.shapes:
@@ -201,6 +242,7 @@ class Bench:
         try:
             _wait(lambda: all(any(e["event"] == "worker_ready" for e in read_events(sdir / f"{h}.jsonl"))
                               or procs[h].poll() is not None for h in hosts), 120, "workers ready")
+            busy0, steal0 = busy_seconds(Path("/proc/stat").read_text())
             sw0, t0 = cpu_seconds(self.sw.pid_of_switch), time.monotonic()
             wait0 = runqueue_wait_s(str(self.sw.pid_of_switch))
             go.touch()
@@ -209,6 +251,7 @@ class Bench:
             wall = time.monotonic() - t0
             sw1 = cpu_seconds(self.sw.pid_of_switch)
             wait1 = runqueue_wait_s(str(self.sw.pid_of_switch))
+            busy1, steal1 = busy_seconds(Path("/proc/stat").read_text())
         finally:
             for p in procs.values():
                 if p.poll() is None:
@@ -229,7 +272,13 @@ class Bench:
                 "switch_cpu": (sw1 - sw0) / wall, "switch_cpu_s": sw1 - sw0, "wall_s": wall,
                 "cpu_us_per_pkt": 1e6 * (sw1 - sw0) / pkts if pkts else None,
                 "switch_wait": (wait1 - wait0) / wall if wait0 is not None and wait1 is not None else 0.0,
-                **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts)))}
+                **dict(zip(("worker_cpu", "worker_wait"), _worker_cpu(sdir, hosts))),
+                "worker_us_per_pkt": _worker_us_per_pkt(sdir, hosts, pkts),
+                "machine": {"cores": os.cpu_count() or 1,
+                            "busy": (busy1 - busy0 + steal1 - steal0) / wall,
+                            "steal": (steal1 - steal0) / wall,
+                            "switch": (sw1 - sw0) / wall,
+                            "workers": _workers_cpu_s(sdir, hosts) / wall}}
 
 
 def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
@@ -253,12 +302,34 @@ def _worker_cpu(sdir: Path, hosts) -> tuple[float, float]:
     return best
 
 
+def _workers_cpu_s(sdir: Path, hosts) -> float:
+    """All workers' CPU seconds after the start signal (0 for a worker that logged none)."""
+    from workers.events import read_events
+    cpu = 0.0
+    for h in hosts:
+        end = [e for e in read_events(sdir / f"{h}.jsonl") if e["event"] == "worker_end"]
+        if end and end[0].get("cpu_s") is not None:
+            cpu += end[0]["cpu_s"] - end[0].get("cpu_s_at_go", 0.0)
+    return cpu
+
+
+def _worker_us_per_pkt(sdir: Path, hosts, pkts: int) -> float | None:
+    """All workers' CPU time after the start signal per packet they sent (each also
+    reads one result): the worker side's cost of a packet, gradients and quantization
+    included."""
+    return 1e6 * _workers_cpu_s(sdir, hosts) / pkts if pkts else None
+
+
 def _wait(cond, timeout: float, what: str) -> None:
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > timeout:
             raise RuntimeError(f"bench ina: {what} did not happen within {timeout:.0f} s")
         time.sleep(0.05)
+
+
+def _us(x: float | None) -> str:
+    return "?" if x is None else f"{x:.0f}"
 
 
 def main(argv=None) -> int:
@@ -282,7 +353,8 @@ def main(argv=None) -> int:
     steps = []
     with tempfile.TemporaryDirectory(prefix="gdml-bench-ina-") as tmp:
         with Bench(a.k, Path(tmp), a.min_rto_ms, a.rto_margin_ms) as b:
-            print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}), {N_WORKERS} workers, "
+            print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}, datapath: {b.datapath()}), "
+                  f"{N_WORKERS} workers, "
                   f"window {WINDOW}, {cores} cores (load average {os.getloadavg()[0]:.1f}); stepping "
                   "the per-worker link rate", flush=True)
             below = 0
@@ -290,16 +362,21 @@ def main(argv=None) -> int:
                 s = b.step(r, a.seconds, a.iterations)
                 steps.append(s)
                 s["limit"] = limiter(s["ratio"], s["switch_cpu"], s["switch_wait"], s["worker_cpu"],
-                                     s["worker_wait"])
+                                     s["worker_wait"], s["machine"])
                 print(f"  {r:6g} Mbps: goodput {s['goodput_Bps'] * 8 / 1e6:6.2f} Mbps/worker of "
                       f"{s['capacity_Bps'] * 8 / 1e6:6.2f} capacity (ratio {s['ratio']:.2f}), "
                       f"{s['packets']} pkts in, {s['retransmissions']} retx, switch CPU "
                       f"{s['switch_cpu']:.0%} (+{s['switch_wait']:.0%} waiting), busiest worker CPU "
                       f"{s['worker_cpu']:.0%} (+{s['worker_wait']:.0%}), "
-                      f"{s['cpu_us_per_pkt']:.0f} us/pkt: {s['limit']}", flush=True)
+                      f"{s['cpu_us_per_pkt']:.0f} us/pkt switch, "
+                      f"{_us(s['worker_us_per_pkt'])} us/pkt workers, machine busy "
+                      f"{s['machine']['busy']:.2f} of {s['machine']['cores']} cores "
+                      f"({s['machine']['steal']:.2f} stolen): {s['limit']}",
+                      flush=True)
                 below = below + 1 if s["ratio"] < THRESHOLD else 0
                 if below >= 2:          # two steps in a row below: the limit is found
                     break
+            datapath = b.datapath()
     best = best_rate(steps)
     above = next((s for s in steps if best is None or s["rate_mbps"] > best["rate_mbps"]), None)
     ref = best or steps[0]
@@ -314,7 +391,7 @@ def main(argv=None) -> int:
     print(f"softswitch CPU per aggregated packet: {ref['cpu_us_per_pkt']:.1f} us "
           f"(at {ref['rate_mbps']:g} Mbps)")
     print(f"ina: max_rate_mbps={best['rate_mbps'] if best else 0:g} goodput_ratio={ref['ratio']:.3f} "
-          f"cpu_us_per_pkt={ref['cpu_us_per_pkt']:.1f} k={a.k}")
+          f"cpu_us_per_pkt={ref['cpu_us_per_pkt']:.1f} k={a.k} datapath={datapath}")
     return 0
 
 

@@ -47,3 +47,27 @@ def test_switch_entries_aggregate_the_four_workers():
         h = ap.parse(data)
         assert h.flags & ap.RESULT and list(h.values) == [10] * 64
         assert ap.Ether(data)["IP"].dst == g.nodes[hosts[port - 1]]["ip"]
+
+
+def test_switch_datapath_from_its_log():
+    from bench.ina import switch_datapath
+    assert switch_datapath("x\nINFO datapath: compiled (libagg.so)\n") == "compiled"
+    assert switch_datapath("datapath: python (--datapath python)") == "python"
+    assert switch_datapath("started\n") == "unknown"
+
+
+def test_a_saturated_machine_is_named_when_no_process_is():
+    m = {"cores": 2, "busy": 1.95, "switch": 0.3, "workers": 1.5, "steal": 0.1}
+    assert limiter(0.7, 0.3, 0.5, 0.4, 0.5, m).startswith("the machine's CPUs (busy 1.95 of 2 cores")
+    assert "other processes 0.05, stolen by the hypervisor 0.10" in limiter(0.7, 0.3, 0.5, 0.4, 0.5, m)
+    assert limiter(0.7, 0.9, 0.0, 0.4, 0.5, m).startswith("switch CPU (busy")    # one process first
+    assert limiter(0.7, 0.3, 0.1, 0.2, 0.1, {**m, "busy": 1.0}).startswith("latency")
+
+
+def test_busy_seconds_leaves_out_idle_and_iowait_and_tells_steal_apart():
+    import os
+    from bench.ina import busy_seconds
+    hz = os.sysconf("SC_CLK_TCK")
+    stat = "cpu  100 5 50 1000 40 3 2 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+    assert busy_seconds(stat) == ((100 + 5 + 50 + 3 + 2) / hz, 0.0)
+    assert busy_seconds("cpu  1 0 0 9 0 0 0 7 0 0\n") == (1 / hz, 7 / hz)

@@ -5,6 +5,7 @@ import socket
 import threading
 
 import numpy as np
+import pytest
 
 from control.agg_entries import push
 from tests.agg_switches import factory, flat_point_commands, udp_bridge
@@ -14,7 +15,13 @@ from workers.ina_udp import aggregate, open_socket
 AGG_IP, WORKERS = "127.0.0.2", ["127.0.0.3", "127.0.0.4", "127.0.0.5"]
 
 
-def test_driver_aggregates_over_lossy_udp():
+@pytest.mark.parametrize("plain", [False, True])
+def test_driver_aggregates_over_lossy_udp(plain, monkeypatch):
+    """With sendmmsg/recvmmsg, and with the fallback that loops over sendto/recvmsg."""
+    if plain:
+        from workers import mmsg
+        monkeypatch.setattr(mmsg, "_SENDMMSG", None)
+        monkeypatch.setattr(mmsg, "_RECVMMSG", None)
     agg = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     agg.bind((AGG_IP, 0))
     agg.settimeout(0.05)

@@ -88,3 +88,26 @@ def test_block_exponents_follow_block_maxima():
     es = block_exponents(x, 4, 8)
     assert list(es) == [choose_exponent(1e-3, 8), choose_exponent(100.0, 8), choose_exponent(0.5, 8)]
     assert es[0] > es[2] > es[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(e=st.integers(-128, 127), n=st.integers(1, 1024), seed=st.integers(0, 2**32 - 1),
+       log_scale=st.integers(-40, 40))
+def test_scaling_is_exactly_ldexp(e, n, seed, log_scale):
+    """quantize/dequantize scale by multiplying with 2**e: the same numbers as ldexp, the
+    definition (docs/ina.md), including clipped values and subnormal or huge products."""
+    x = np.random.default_rng(seed).normal(size=257) * 2.0**log_scale
+    x[:3] = [0.0, -0.0, 5e-324]
+    limit = INT32_MAX // n
+    want = np.clip(np.rint(np.ldexp(x, e)), -limit, limit).astype(np.int32)
+    q, sat = quantize(x, e, n)
+    np.testing.assert_array_equal(q, want)
+    assert sat == bool(np.any(np.abs(np.rint(np.ldexp(x, e))) > limit))
+    np.testing.assert_array_equal(dequantize(q, e), np.ldexp(q.astype(np.float64), -e))
+
+
+def test_empty_and_infinite_inputs():
+    q, sat = quantize(np.array([]), 3, 2)
+    assert q.size == 0 and q.dtype == np.int32 and not sat
+    with pytest.raises(ValueError, match="NaN or inf"):
+        quantize(np.array([1.0, -np.inf]), 3, 2)

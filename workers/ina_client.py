@@ -10,6 +10,15 @@ over a UDP socket in a Mininet host and in a simulated network in tests.
     out = client.on_timer(now)                     # at client.next_deadline()
     client.done, client.result()
 
+The same in batches (workers/ina_udp.py): start_batch, on_packets (many results read
+at one `now`) and on_timer_batch return a SendBatch, one (m, payload bytes) array whose
+rows are the payloads. A tensor's payloads are packed once, by numpy, when it starts
+(workers/agg_batch.py); a send is a row of that array (RETX set on a copy), and results
+are parsed and stored for a whole batch at once. The state machine still takes the
+results of a batch one by one, as on_packet does, so a batch yields exactly the sends
+of its packets fed one at a time (tests/test_ina_batch.py): only the bytes' handling
+is batched, not the decisions.
+
 Sequencing (docs/protocol.md): chunks get consecutive sequence numbers that
 continue across calls to start(); chunk seq uses slot seq % W with generation
 seq // W + 1, so every worker of the job names the same chunk the same way.
@@ -43,8 +52,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from workers import agg_batch
 from workers import agg_packet as wire
-from workers.chunking import reassemble, split
+from workers.chunking import num_chunks
 from workers.congestion import Aimd, cubic_c
 from workers.pacing import Pacer
 from workers.rtt import RttEstimator
@@ -100,6 +110,19 @@ class Send:
     payload: bytes
 
 
+@dataclass(frozen=True)
+class SendBatch:
+    """Payloads to send to one address, in order: row i of `payloads` is one datagram."""
+    dst_ip: str
+    payloads: np.ndarray        # (m, 16 + 4k) uint8, C-contiguous
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    def sends(self) -> list[Send]:
+        return [Send(self.dst_ip, row.tobytes()) for row in self.payloads]
+
+
 @dataclass
 class ClientStats:
     sent: int = 0               # packets, first transmissions and retransmissions
@@ -117,7 +140,9 @@ class ClientStats:
 class _Iteration:
     base_seq: int
     length: int
-    chunks: list
+    n: int                                          # chunks
+    packets: np.ndarray                             # (n, 16 + 4k) uint8: their payloads
+    sums: np.ndarray                                # (n, k) int32: the results' values
     exponents: np.ndarray
     flags: int
     sent_at: list = field(default_factory=list)
@@ -130,7 +155,7 @@ class _Iteration:
     outstanding: dict = field(default_factory=dict) # in the pipe: j -> last_tx, in send order
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
-    results: dict = field(default_factory=dict)
+    results: set = field(default_factory=set)      # chunks that have their result
     next_to_send: int = 0
     overflow: bool = False
 
@@ -160,23 +185,43 @@ class InaClient:
                        c=cubic_c(wire.frame_bytes(cfg.k)))
         self.pacer = Pacer(enabled=cfg.pacing)
         self._pace_at: float | None = None  # when pacing lets the next sends go
+        # chunks transmitted since the last output, in order, and which of them are RETX
+        self._out: list[int] = []
+        self._out_retx: list[int] = []
+        self._payload_len = agg_batch.payload_len(cfg.k)
+        nothing = np.empty((0, self._payload_len), dtype=np.uint8)
+        nothing.flags.writeable = False
+        self._nothing = SendBatch(cfg.agg_ip, nothing)      # most timer calls send nothing
 
     # ------------------------------------------------------------- inputs
     def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False) -> list[Send]:
         """Begin aggregating one int32 tensor. exponent: one int, or one per chunk."""
+        return self.start_batch(values, now, exponent, overflow).sends()
+
+    def start_batch(self, values: np.ndarray, now: float, exponent=0,
+                    overflow: bool = False) -> SendBatch:
         if self._it is not None and not self.done:
             raise RuntimeError("previous tensor is still being aggregated; wait for done")
-        chunks = split(values, self.cfg.k)
-        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (len(chunks),)).copy()
-        n = len(chunks)
-        self._it = _Iteration(self.next_seq, int(np.asarray(values).size), chunks, exps,
-                              wire.DATA | (wire.OVERFLOW if overflow else 0),
+        cfg = self.cfg
+        flat = np.asarray(values).reshape(-1)
+        if flat.dtype != np.int32:
+            raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
+        n = num_chunks(flat.size, cfg.k)
+        padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
+        padded[:flat.size] = flat
+        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
+        flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
+        packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
+                                        cfg.fan_in, exps, padded.reshape(n, cfg.k))
+        self._it = _Iteration(self.next_seq, flat.size, n, packets.view(np.uint8).reshape(n, -1),
+                              np.zeros((n, cfg.k), dtype=np.int32), exps, flags,
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
         self._timers = []
         self._rack_sent, self._rack_at, self._progress = float("-inf"), None, now
         self.pacer.start(now)
-        return self._send_ready(now)
+        self._send_ready(now)
+        return self._flush()
 
     def on_packet(self, payload: bytes, now: float, arrival: float | None = None) -> list[Send]:
         """A packet read at `now`; `arrival` is when it reached the host (the kernel's
@@ -187,41 +232,82 @@ class InaClient:
         if f is None or f.job != self.cfg.job or not f.flags & wire.RESULT or len(f.values) != self.cfg.k:
             self.stats.bad_packets += 1
             return []
+        j = (f.gen - 1) * self.cfg.window + f.slot - (self._it.base_seq if self._it else 0)
+        if self._on_result(j, f.offset == j * self.cfg.k, bool(f.flags & wire.OVERFLOW), now, arrival):
+            self._it.sums[j] = f.values
+        return self._flush().sends()
+
+    def on_packets(self, rows: np.ndarray, lengths, now: float, arrivals=None) -> SendBatch:
+        """Datagrams read at `now`, in order: row i of `rows` (uint8, at least 16 + 4k
+        wide) holds the first bytes of datagram i, lengths[i] its length; arrivals[i] its
+        arrival time or None (see on_packet). The same as on_packet on each in turn."""
+        cfg, it = self.cfg, self._it
+        if not isinstance(lengths, list):
+            lengths = np.asarray(lengths).tolist()
+        self.stats.bytes_received += sum(lengths)
+        size, k, w, job = self._payload_len, cfg.k, cfg.window, cfg.job
+        base = it.base_seq if it else 0
+        taken, chunks = [], []
+        for i, ((pjob, flags, slot, gen, offset, _, _, _, pk), length) in \
+                enumerate(zip(agg_batch.headers(rows), lengths)):
+            # well-formed as agg_packet.decode and on_packet's checks: whole, our k, our job
+            if length < size or pk != k or pjob != job or not flags & wire.RESULT:
+                self.stats.bad_packets += 1
+                continue
+            j = (gen - 1) * w + (slot & 0x7FFF) - base
+            if self._on_result(j, offset == j * k, bool(flags & wire.OVERFLOW), now,
+                               None if arrivals is None else arrivals[i]):
+                taken.append(i)
+                chunks.append(j)
+        if taken:
+            agg_batch.store_values(it.sums, chunks, rows, taken, k)
+        return self._flush()
+
+    def _on_result(self, j: int, offset_ok: bool, overflow: bool, now: float,
+                   arrival: float | None) -> bool:
+        """A well-formed result of this job for chunk j; True if it was accepted (its
+        values are then the caller's to store)."""
         it = self._it
-        j = (f.gen - 1) * self.cfg.window + f.slot - (it.base_seq if it else 0)
-        if it is None or not 0 <= j < len(it.chunks) or j in it.results or it.sent_at[j] is None:
+        if it is None or not 0 <= j < it.n or j in it.results or it.sent_at[j] is None:
             self.stats.duplicate_results += 1
-            return []
-        if f.offset != it.chunks[j][0]:
+            return False
+        if not offset_ok:
             self.stats.bad_packets += 1     # a switch mixed up slots: never accept it
-            return []
-        it.results[j] = f.values
-        it.overflow |= bool(f.flags & wire.OVERFLOW)
+            return False
+        it.results.add(j)
+        it.overflow |= overflow
         self.stats.results += 1
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
             it.in_flight -= 1
         it.deadline[j] = None
         it.outstanding.pop(j, None)
         self._progress = now
-        if j in it.event:
+        cc = self.cc
+        if it.event and j in it.event:
             it.event.discard(j)
-            if not it.event and not it.event_resent and self.cc.before_cut is not None:
-                self.cc.undo()              # all of the event's chunks were only late
+            if not it.event and not it.event_resent and cc.before_cut is not None:
+                cc.undo()                   # all of the event's chunks were only late
                 self.stats.cwnd_undos += 1
-        self.cc.on_result(now)
+        cc.on_result(now)
         if it.retries[j] == 0:              # Karn: only unambiguous samples
-            self.rtt.sample(now - it.sent_at[j])
-            if it.sent_at[j] >= self._rack_sent:
-                self._rack_sent, self._rack_rtt = it.sent_at[j], now - it.sent_at[j]
+            sent = it.sent_at[j]
+            rtt = self.rtt
+            rtt.sample(now - sent)
+            if sent >= self._rack_sent:
+                self._rack_sent, self._rack_rtt = sent, now - sent
                 if self.cfg.rack:
                     self._rack_detect(now)
             # nor re-sent chunks for the rate: a switch answers them from its stored
             # result, in bursts at the LAN's rate, not the path's
-            self.pacer.on_result(now if arrival is None else arrival, self.rtt.srtt)
+            self.pacer.on_result(now if arrival is None else arrival, rtt.srtt)
         self._stalls = 0
-        return self._send_ready(now)
+        self._send_ready(now)
+        return True
 
     def on_timer(self, now: float) -> list[Send]:
+        return self.on_timer_batch(now).sends()
+
+    def on_timer_batch(self, now: float) -> SendBatch:
         it = self._it
         if self.cfg.rack and it is not None:
             self._rack_detect(now)
@@ -237,14 +323,16 @@ class InaClient:
                 continue
             if it.retries[j] >= self.cfg.max_retransmissions:
                 raise AggregationFailed(
-                    f"job {self.cfg.job}: chunk at offset {it.chunks[j][0]} got no result after "
+                    f"job {self.cfg.job}: chunk at offset {j * self.cfg.k} got no result after "
                     f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
                     "are programmed for this job (control/agg_entries.py) and routes reach it")
             self._declare_lost(j, now)
             fired = True
         if fired:                           # a timeout: no result for a whole RTO
             self._stalls += 1               # (before the re-sends below are armed)
-        return self._send_ready(now) if it is not None else []
+        if it is not None:
+            self._send_ready(now)
+        return self._flush()
 
     def _declare_lost(self, j: int, now: float) -> None:
         # The copy left the pipe (lost, or stuck behind a slower worker): it no longer
@@ -292,7 +380,7 @@ class InaClient:
 
     @property
     def done(self) -> bool:
-        return self._it is not None and len(self._it.results) == len(self._it.chunks)
+        return self._it is not None and len(self._it.results) == self._it.n
 
     @property
     def overflow(self) -> bool:
@@ -304,18 +392,20 @@ class InaClient:
         if not self.done:
             raise RuntimeError("aggregation not finished: keep feeding packets and timers")
         it = self._it
-        return reassemble({it.chunks[j][0]: v for j, v in it.results.items()}, it.length, self.cfg.k)
+        return it.sums.reshape(-1)[:it.length].copy()
 
     def result_exponents(self) -> np.ndarray:
         return self._it.exponents.copy()
 
     # ------------------------------------------------------------ internals
-    def _send_ready(self, now: float) -> list[Send]:
-        """Queued retransmissions first, then new chunks, while cwnd and pacing allow."""
-        it, w, out, pace = self._it, self.cfg.window, [], self.pacer
-        new_ok = lambda: it.next_to_send < len(it.chunks) and \
-            (it.next_to_send < w or (it.next_to_send - w) in it.results)
-        while it.lost and it.in_flight < self.cc.allowed() and pace.may_send(now):
+    def _send_ready(self, now: float) -> None:
+        """Queued retransmissions first, then new chunks, while cwnd and pacing allow
+        (into the outbox: _flush packs them)."""
+        it, pace = self._it, self.pacer
+        # Constant during this call: only results and losses move cwnd, only samples the
+        # RTO, only start() the pacing rate; an unpaced Pacer always lets sends go.
+        allowed, paced, rto = self.cc.allowed(), pace.rate is not None, self.rtt.rto
+        while it.lost and it.in_flight < allowed and (not paced or pace.may_send(now)):
             j = heapq.heappop(it.lost)
             if j in it.results:
                 continue                    # a late result answered it meanwhile
@@ -324,31 +414,55 @@ class InaClient:
             if j in it.event:
                 it.event_resent = True
                 self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
-            out.append(self._transmit(j, now, wire.RETX))
-        while new_ok() and it.in_flight < self.cc.allowed() and pace.may_send(now):
-            out.append(self._transmit(it.next_to_send, now, 0))
-            it.next_to_send += 1
-        blocked = (it.lost or new_ok()) and it.in_flight < self.cc.allowed()
+            n = min(self._stalls, it.retries[j])
+            self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
+        # New chunks: _transmit inlined (the hot loop: one chunk per result in steady
+        # state); a new chunk was never sent, so it is in no timer or `outstanding` yet.
+        w, results, nxt, n, in_flight = self.cfg.window, it.results, it.next_to_send, it.n, it.in_flight
+        out, outstanding, timers, deadline = self._out, it.outstanding, self._timers, it.deadline
+        while nxt < n and (nxt < w or nxt - w in results) and in_flight < allowed \
+                and (not paced or pace.may_send(now)):
+            out.append(nxt)
+            it.sent_at[nxt] = it.last_tx[nxt] = outstanding[nxt] = now
+            in_flight += 1
+            if paced:
+                pace.sent(now)
+            it.timeout[nxt] = rto           # never re-sent: backed_off(0) is the RTO
+            deadline[nxt] = d = now + rto
+            heapq.heappush(timers, (d, nxt))
+            nxt += 1
+        it.next_to_send, it.in_flight = nxt, in_flight
+        new_ok = nxt < it.n and (nxt < w or nxt - w in results)
+        blocked = (it.lost or new_ok) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
-        return out
 
-    def _transmit(self, j: int, now: float, extra_flags: int) -> Send:
-        it, cfg = self._it, self.cfg
-        seq = it.base_seq + j
-        offset, vals = it.chunks[j]
-        payload = wire.encode(cfg.job, it.flags | extra_flags, seq % cfg.window,
-                              seq // cfg.window + 1, offset, cfg.sender, cfg.fan_in,
-                              int(it.exponents[j]), vals)
+    def _flush(self) -> SendBatch:
+        """The outbox as payloads: rows of the tensor's packed packets, RETX set on the
+        re-sent ones' copies."""
+        out, retx = self._out, self._out_retx
+        if not out:
+            return self._nothing
+        self.stats.sent += len(out)
+        self.stats.bytes_sent += len(out) * self._payload_len
+        rows = self._it.packets.take(out, axis=0)      # a copy, in send order
+        if retx:
+            rows[retx, 1] |= wire.RETX                  # byte 1: the flags
+        self._out, self._out_retx = [], []
+        return SendBatch(self.cfg.agg_ip, rows)
+
+    def _transmit(self, j: int, now: float, retx: bool, timeout: float) -> None:
+        it = self._it
+        if retx:
+            self._out_retx.append(len(self._out))
+        self._out.append(j)
         if it.sent_at[j] is None:
             it.sent_at[j] = now
         it.last_tx[j] = now
         it.in_flight += 1
         it.outstanding.pop(j, None)
         it.outstanding[j] = now             # to the end: the newest transmission
-        self.pacer.sent(now)
-        it.timeout[j] = self.rtt.backed_off(min(self._stalls, it.retries[j]))
-        it.deadline[j] = now + it.timeout[j]
-        heapq.heappush(self._timers, (it.deadline[j], j))
-        self.stats.sent += 1
-        self.stats.bytes_sent += len(payload)
-        return Send(cfg.agg_ip, payload)
+        if self.pacer.rate is not None:
+            self.pacer.sent(now)
+        it.timeout[j] = timeout             # the RTO, backed off, when it was sent
+        it.deadline[j] = deadline = now + timeout
+        heapq.heappush(self._timers, (deadline, j))

@@ -6,26 +6,31 @@ docs/protocol.md), so results multicast down by the switches reach it.
 
     sock = open_socket(host_ip)
     total = aggregate(sock, client, int32_values, exponent=e)
+
+Batched (docs/ina.md, the worker's packet path): every wake-up reads the waiting
+results RECV_BATCH at a time (recvmmsg, workers/mmsg.py), hands each batch to the
+client at once (InaClient.on_packets) and sends what it answers in one sendmmsg, so
+system calls and Python work are paid per batch, not per packet.
 """
 from __future__ import annotations
 
 import select
 import socket
-import struct
 import time
 
 import numpy as np
 
 from workers.agg_packet import AGG_UDP_PORT
 from workers.ina_client import InaClient
+from workers.mmsg import ANC_BYTES, SO_TIMESTAMPNS, Receiver, Sender, realtime_stamp
+
+__all__ = ["ANC_BYTES", "RECV_BYTES", "SO_TIMESTAMPNS", "aggregate", "aggregate_many",
+           "arrival_time", "open_socket"]
 
 RECV_BYTES = 2048
-# SO_TIMESTAMPNS (Linux, asm-generic/socket.h; Python does not export it): the kernel
-# stamps each datagram on arrival (CLOCK_REALTIME, struct timespec), so the worker knows
-# when results reached it even when it reads them late, in a batch.
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-_TIMESPEC = struct.Struct("@qq")
-ANC_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
+# Datagrams per recvmmsg: half the bench's window of 128, so a worker answers the
+# first results of a burst before it has read the whole of it.
+RECV_BATCH = 64
 
 
 def open_socket(bind_ip: str = "0.0.0.0", port: int = AGG_UDP_PORT, rcvbuf: int = 4 << 20) -> socket.socket:
@@ -62,9 +67,10 @@ def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = Fals
     by_job = {c.cfg.job: c for c in clients}
     if len(by_job) != len(clients):
         raise ValueError(f"aggregate_many: jobs {[c.cfg.job for c in clients]} must be distinct")
+    sender, receiver = Sender(sock), Receiver(sock, RECV_BYTES, RECV_BATCH)
     start = clock()
     for c, values in parts:
-        _send(sock, c.start(values, start, exponent, overflow), port)
+        _send(sender, c.start_batch(values, start, exponent, overflow), port)
     while not all(c.done for c in clients):
         now = clock()
         if timeout_s is not None and now - start > timeout_s:
@@ -79,32 +85,48 @@ def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = Fals
         if readable:
             offset = time.time() - now      # realtime - clock: kernel stamps onto `clock`
             while True:
-                try:
-                    payload, anc, _, _ = sock.recvmsg(RECV_BYTES, ANC_BYTES)
-                except BlockingIOError:
+                rows, lengths, stamps = receiver.recv()
+                if not len(rows):
                     break
-                c = by_job.get(payload[0], clients[0]) if payload else clients[0]
-                _send(sock, c.on_packet(payload, now, arrival_time(anc, offset, now)), port)
+                arrivals = arrival_times(stamps, offset, now)
+                for c, idx in _by_client(clients, by_job, rows, lengths):
+                    if idx is None:
+                        out = c.on_packets(rows, lengths, now, arrivals)
+                    else:
+                        out = c.on_packets(rows[idx], [lengths[i] for i in idx], now,
+                                           [arrivals[i] for i in idx])
+                    _send(sender, out, port)
+                if len(rows) < RECV_BATCH:
+                    break                   # drained: no need for a call that says EAGAIN
         for c in clients:
-            _send(sock, c.on_timer(now), port)
+            _send(sender, c.on_timer_batch(now), port)
     return [c.result() for c in clients]
+
+
+def _by_client(clients, by_job: dict, rows: np.ndarray, lengths: list):
+    """[(client, indices of its datagrams or None for all)]: results go to the client
+    of their job (the first byte); empty datagrams and unknown jobs to the first one,
+    which counts them as bad."""
+    if len(clients) == 1:
+        return [(clients[0], None)]
+    jobs = rows[:, 0].tolist()
+    owner = [by_job.get(j, clients[0]) if n else clients[0] for j, n in zip(jobs, lengths)]
+    return [(c, idx) for c in clients if (idx := [i for i, o in enumerate(owner) if o is c])]
+
+
+def arrival_times(stamps, realtime_minus_clock: float, now: float) -> list[float]:
+    """Kernel receive timestamps (CLOCK_REALTIME, NaN: none) on the caller's clock, never
+    later than `now`; `now` where there is none (the client's default then)."""
+    return [now if s != s else min(now, s - realtime_minus_clock) for s in stamps]
 
 
 def arrival_time(anc, realtime_minus_clock: float, now: float) -> float | None:
     """The kernel's receive timestamp of a datagram on the caller's clock (None without
     one); never later than `now`."""
-    for level, kind, data in anc:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            sec, nsec = _TIMESPEC.unpack_from(data)
-            return min(now, sec + nsec * 1e-9 - realtime_minus_clock)
-    return None
+    stamp = realtime_stamp(anc)
+    return None if stamp != stamp else min(now, stamp - realtime_minus_clock)
 
 
-def _send(sock: socket.socket, sends, port: int) -> None:
-    for s in sends:
-        while True:
-            try:
-                sock.sendto(s.payload, (s.dst_ip, port))
-                break
-            except BlockingIOError:         # socket buffer full: wait until writable
-                select.select([], [sock], [], 0.1)
+def _send(sender: Sender, batch, port: int) -> None:
+    if len(batch):
+        sender.send((batch.dst_ip, port), batch.payloads)

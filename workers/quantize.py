@@ -48,18 +48,23 @@ def quantize(x: np.ndarray, exponent: int, n_workers: int) -> tuple[np.ndarray, 
     if not EXP_MIN <= exponent <= EXP_MAX:
         raise ValueError(f"exponent must fit a signed byte ({EXP_MIN}..{EXP_MAX}), got {exponent}")
     x = np.asarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(x)):
+    # min and max propagate NaN and inf: two passes without temporaries, where
+    # isfinite/abs would allocate one per element (a worker quantizes every iteration).
+    if x.size and not (np.isfinite(x.min()) and np.isfinite(x.max())):
         raise ValueError("cannot quantize NaN or inf; clip or zero them first")
     limit = INT32_MAX // n_workers
-    scaled = np.rint(np.ldexp(x, exponent))
-    saturated = bool(np.any(np.abs(scaled) > limit))
-    q = np.clip(scaled, -limit, limit).astype(np.int32)
-    return q, saturated
+    # x * 2**e is x scaled exactly as ldexp does (a power of two in -128..127 is exact),
+    # at a fraction of its cost; then rounded and clipped in place
+    scaled = np.multiply(x, 2.0**exponent)
+    np.rint(scaled, out=scaled)
+    saturated = bool(scaled.size and (scaled.min() < -limit or scaled.max() > limit))
+    np.clip(scaled, -limit, limit, out=scaled)
+    return scaled.astype(np.int32), saturated
 
 
 def dequantize(q: np.ndarray, exponent: int) -> np.ndarray:
     """int32 (or int64) sums -> float64 values: q * 2**-e, exact in float64."""
-    return np.ldexp(np.asarray(q, dtype=np.float64), -exponent)
+    return np.multiply(q, 2.0**-exponent, dtype=np.float64)     # exact: a power of two
 
 
 def sum_error_bound(exponent: int, n_workers: int) -> float:
