@@ -12,10 +12,11 @@ the scenario key switch.datapath to pin the softswitches' data path.
 
 Per data path and rate: time per iteration, the scheme's model and measured / model, the
 gradient rate (12 workers x gradient bytes / time per iteration, Mbps) and whether the run
-raised the switch-limited warning (a switch at >= 90 % of a core while its links idled,
-testbed/counters.py). A rate is sustained when the run completes without that warning;
-"in band" adds measured / model <= 1.25 (what else limits it then: the workers' CPU, the
-2 shared cores). Last line:
+raised the switch-limited warning. A rate is sustained when the run completes within
+SUSTAINED (1.5) x its model and without the switch-limited warning (a switch at >= 90 % of a core while its links idled,
+testbed/counters.py; on 2 cores shared by 12 workers and 10 switches no switch reaches 90 %
+even when the switches are the limit, so the ratio is the criterion that bites); "in band"
+is measured / model <= 1.25. Last line:
 capacity: max_wan_mbps_<path>=... gradient_mbps_<path>=... in_band_wan_mbps_<path>=... scheme=...
 (the largest sustained WAN rate, the gradient rate there, the largest in-band rate).
 """
@@ -32,6 +33,7 @@ from bench.schemes import run_one
 PREFIX = "bc"
 REPO = Path(__file__).resolve().parent.parent
 BAND = 1.25
+SUSTAINED = 1.5
 
 
 def scenario(scheme: str, wan_mbps: float, seconds: float, iterations: int, datapath: str) -> dict:
@@ -61,8 +63,8 @@ def gradient_mbps(scn: dict, period_s: float | None) -> float | None:
 
 def summarize(rows: list[dict]) -> dict:
     """From one data path's rows (ascending rate): the largest sustained and in-band rates."""
-    sustained = [r for r in rows if not r["limited"]]
-    in_band = [r for r in sustained if r["ratio"] is not None and r["ratio"] <= BAND]
+    sustained = [r for r in rows if not r["limited"] and r["ratio"] is not None and r["ratio"] <= SUSTAINED]
+    in_band = [r for r in sustained if r["ratio"] <= BAND]
     best = max(sustained, key=lambda r: r["wan_mbps"], default=None)
     return {"max_wan_mbps": best["wan_mbps"] if best else None,
             "gradient_mbps": best["gradient_mbps"] if best else None,
