@@ -37,6 +37,21 @@ from dataclasses import dataclass
 
 TCP_FRAME_BYTES = 1514                  # a full-sized TCP segment on Ethernet
 CUBIC_C_SEGMENTS = 0.4                  # RFC 8312, segments / s^3
+VENO_BETA_SEGMENTS = 3                  # TCP Veno's backlog threshold, segments
+
+
+def veno_threshold(frame_bytes: int) -> float:
+    """Veno's 3-segment backlog in chunks of `frame_bytes` on the wire (the same bytes)."""
+    return VENO_BETA_SEGMENTS * TCP_FRAME_BYTES / frame_bytes
+
+
+def queue_backlog(cwnd: float, srtt: float | None, min_rtt: float | None) -> float:
+    """Chunks this sender has queued at the bottleneck, as TCP Veno estimates it:
+    cwnd x (RTT - base RTT) / RTT (C. P. Fu, S. C. Liew, "TCP Veno", IEEE JSAC 21(2), 2003).
+    inf when there is no sample yet (a loss then counts as congestion)."""
+    if not srtt or min_rtt is None:
+        return float("inf")
+    return cwnd * max(0.0, srtt - min_rtt) / srtt
 
 
 def cubic_c(frame_bytes: int) -> float:

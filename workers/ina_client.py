@@ -55,7 +55,7 @@ import numpy as np
 from workers import agg_batch
 from workers import agg_packet as wire
 from workers.chunking import num_chunks
-from workers.congestion import Aimd, cubic_c
+from workers.congestion import Aimd, cubic_c, queue_backlog, veno_threshold
 from workers.pacing import Pacer
 from workers.rtt import RttEstimator
 
@@ -81,6 +81,9 @@ class ClientConfig:
     pacing: bool = True                 # pace at the measured delivery rate (workers/pacing.py)
     rack: bool = True                   # RACK loss detection, RTO restarted by results
     congestion_law: str = "cubic"       # "reno" | "cubic" (workers/congestion.py)
+    # "cut": every loss cuts cwnd; "backlog": only a loss with a queue behind it (TCP Veno's
+    # backlog test, congestion.queue_backlog) does, a random one is only re-sent
+    loss_response: str = "cut"
     time_dilation: float = 1.0          # for cubic's real-world clock
 
     def __post_init__(self):
@@ -93,6 +96,8 @@ class ClientConfig:
             raise ValueError(f"initial_cwnd must be at least 1 packet (got {self.initial_cwnd})")
         if self.k not in (32, 64):
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
+        if self.loss_response not in ("cut", "backlog"):
+            raise ValueError(f'loss_response must be "cut" or "backlog" (got {self.loss_response!r})')
 
     @classmethod
     def for_worker(cls, tree, host: str, **opts) -> "ClientConfig":
@@ -134,6 +139,7 @@ class ClientStats:
     bytes_received: int = 0
     cwnd_decreases: int = 0     # multiplicative decreases (at most one per round trip)
     cwnd_undos: int = 0         # decreases undone: every timed-out chunk was only late
+    random_losses: int = 0      # losses with no queue behind them (loss_response "backlog")
 
 
 @dataclass
@@ -190,6 +196,7 @@ class InaClient:
                        law=cfg.congestion_law, time_dilation=cfg.time_dilation,
                        c=cubic_c(wire.frame_bytes(cfg.k)))
         self.pacer = Pacer(enabled=cfg.pacing)
+        self._veno_beta = veno_threshold(wire.frame_bytes(cfg.k))
         self._pace_at: float | None = None  # when pacing lets the next sends go
         # chunks transmitted since the last output, in order, and which of them are RETX
         self._out: list[int] = []
@@ -351,6 +358,10 @@ class InaClient:
         it.in_flight -= 1
         it.outstanding.pop(j, None)
         heapq.heappush(it.lost, j)
+        if self.cfg.loss_response == "backlog" and \
+                queue_backlog(self.cc.cwnd, self.rtt.srtt, self.rtt.min_rtt) < self._veno_beta:
+            self.stats.random_losses += 1   # no queue behind it: re-sent, the window kept
+            return
         if self.cc.on_loss(it.last_tx[j], now):
             self.stats.cwnd_decreases += 1
             it.event, it.event_resent = set(), False

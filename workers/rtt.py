@@ -25,6 +25,7 @@ class RttEstimator:
     granularity: float = 0.001
     srtt: float | None = None
     rttvar: float | None = None
+    min_rtt: float | None = None        # the smallest sample: the path's base round trip
 
     def __post_init__(self):
         if not 0 < self.min_rto <= self.initial_rto <= self.max_rto:
@@ -34,6 +35,8 @@ class RttEstimator:
     def sample(self, rtt: float) -> None:
         if rtt < 0:
             raise ValueError(f"negative RTT sample {rtt}: timestamps must come from one monotonic clock")
+        if self.min_rtt is None or rtt < self.min_rtt:
+            self.min_rtt = rtt
         if self.srtt is None:
             self.srtt, self.rttvar = rtt, rtt / 2
         else:

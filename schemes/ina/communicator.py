@@ -21,7 +21,7 @@ from workers.ina_client import ClientConfig, InaClient
 
 
 class InaCommunicator(CommunicatorBase):
-    COUNTED = ("duplicate_results", "cwnd_decreases", "cwnd_undos")
+    COUNTED = ("duplicate_results", "cwnd_decreases", "cwnd_undos", "random_losses")
 
     def __init__(self, comm: dict, me: Me):
         self._counted: dict = {}

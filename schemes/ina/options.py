@@ -30,6 +30,10 @@ class InaTransportOptions(Options):
     # the window's law above ssthresh and on a loss: "reno" (halve, +1 per round trip) or
     # "cubic" (x0.7, regrow in real-world seconds whatever the round trip; RFC 8312)
     congestion_law: Literal["reno", "cubic"] = "cubic"
+    # what a loss does to the window: "cut" (every loss, as TCP Reno/CUBIC) or "backlog"
+    # (only a loss with a queue behind it, TCP Veno's test: cwnd x (SRTT - min RTT) / SRTT
+    # >= 3 segments' bytes; a random loss is re-sent without a cut). docs/ina.md
+    loss_response: Literal["cut", "backlog"] = "cut"
 
     @field_validator("rto_margin_ms", mode="before")
     @classmethod
