@@ -502,20 +502,21 @@ def _switch_drops(run_dir: Path, graph) -> dict[str, tuple[int, int]]:
     return out
 
 
-def switch_datapaths(run_dir: Path, graph) -> dict:
-    """{switch: "compiled" | "python: <why>"} for the softswitches, from their logs."""
-    out = {}
+def switch_logs(run_dir: Path, graph):
+    """(switch, its log's text) for every switch whose log can be read."""
     for n, d in graph.nodes(data=True):
         if d["role"] == "host":
             continue
         try:
-            text = (run_dir / "logs" / f"{n}.switch.log").read_text(errors="replace")
+            yield n, (run_dir / "logs" / f"{n}.switch.log").read_text(errors="replace")
         except OSError:
             continue
-        found = counters.softswitch_datapath(text)
-        if found is not None:
-            out[n] = found
-    return out
+
+
+def switch_datapaths(run_dir: Path, graph) -> dict:
+    """{switch: "compiled" | "python: <why>"} for the softswitches, from their logs."""
+    found = {n: counters.softswitch_datapath(text) for n, text in switch_logs(run_dir, graph)}
+    return {n: f for n, f in found.items() if f is not None}
 
 
 def emulated_link_counters(run_dir: Path, graph, mode: str) -> dict | None:
@@ -527,13 +528,8 @@ def emulated_link_counters(run_dir: Path, graph, mode: str) -> dict | None:
     lines = {}
     logs = run_dir / "logs"
     if mode == "userspace":
-        for n, d in graph.nodes(data=True):
-            if d["role"] == "host":
-                continue
-            try:
-                c = counters.link_emu_counters((logs / f"{n}.switch.log").read_text(errors="replace"))
-            except OSError:
-                continue
+        for n, text in switch_logs(run_dir, graph):
+            c = counters.link_emu_counters(text)
             lines.update({f"{n}:{port}": v for port, v in (c or {}).items()})
     else:
         for path in sorted(logs.glob("relay-*.log")):

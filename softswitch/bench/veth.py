@@ -281,16 +281,21 @@ def start_compiled(bed: VethBed, wl: Workload, log_path: str):
     return start_softswitch(bed, wl, log_path, datapath="compiled")
 
 
-def measure_relay(bed: VethBed, args) -> float:
-    relay = _helper("--role", "relay", "--in-if", bed.sw_in, "--out-if", bed.sw_out)
+def _relay_rate(bed: VethBed, args, relay: subprocess.Popen, label: str) -> float:
+    """Delivered pps through a started relay process (it prints a line when ready)."""
     try:
         relay.stdout.readline()
-        progress(f"do-nothing relay: {args.warmup:g} s warm-up + {args.window:g} s window")
+        progress(f"do-nothing {label}: {args.warmup:g} s warm-up + {args.window:g} s window")
         pps, offered = measure_veth_rate(bed, forward_workload().frames, args.warmup, args.window)
     finally:
         _stop(relay)
-    progress(f"  relay {pps / 1000:.1f} kpps delivered (generator offered {offered / 1000:.1f} kpps)")
+    progress(f"  {label} {pps / 1000:.1f} kpps delivered (generator offered {offered / 1000:.1f} kpps)")
     return pps
+
+
+def measure_relay(bed: VethBed, args) -> float:
+    return _relay_rate(bed, args, _helper("--role", "relay", "--in-if", bed.sw_in, "--out-if", bed.sw_out),
+                       "relay")
 
 
 def measure_c_relay(bed: VethBed, args) -> float:
@@ -298,14 +303,7 @@ def measure_c_relay(bed: VethBed, args) -> float:
     exe = build_executable(os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_relay.c"))
     relay = subprocess.Popen([str(exe), bed.sw_in, bed.sw_out], stdout=subprocess.PIPE, text=True)
     pin(relay.pid, DUT_CPU)
-    try:
-        relay.stdout.readline()
-        progress(f"do-nothing C relay: {args.warmup:g} s warm-up + {args.window:g} s window")
-        pps, offered = measure_veth_rate(bed, forward_workload().frames, args.warmup, args.window)
-    finally:
-        _stop(relay)
-    progress(f"  C relay {pps / 1000:.1f} kpps delivered (generator offered {offered / 1000:.1f} kpps)")
-    return pps
+    return _relay_rate(bed, args, relay, "C relay")
 
 
 def measure_switch(bed: VethBed, wl: Workload, args, rnd: int, label: str = "softswitch",
