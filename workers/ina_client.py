@@ -162,13 +162,7 @@ class _Iteration:
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
     results: set = field(default_factory=set)      # chunks that have their result
-    next_to_send: int = 0                           # the first chunk never considered for sending
-    # Slots progress independently (the window rule is per chunk: j waits for j - W only):
-    # a chunk whose slot's previous chunk has no result yet waits here, and the chunks
-    # after it go on. One waiting chunk per slot at most (the scan stops W past the oldest).
-    waiting: set = field(default_factory=set)
-    waiting_heap: list = field(default_factory=list)   # the same chunks, lazily deleted
-    ready: list = field(default_factory=list)          # heap: waited, now sendable
+    next_to_send: int = 0
     overflow: bool = False
 
 
@@ -288,9 +282,6 @@ class InaClient:
             self.stats.bad_packets += 1     # a switch mixed up slots: never accept it
             return False
         it.results.add(j)
-        if it.waiting and j + self.cfg.window in it.waiting:   # its slot's next chunk may go now
-            it.waiting.discard(j + self.cfg.window)
-            heapq.heappush(it.ready, j + self.cfg.window)
         it.overflow |= overflow
         self.stats.results += 1
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
@@ -438,46 +429,23 @@ class InaClient:
             self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
         # New chunks: _transmit inlined (the hot loop: one chunk per result in steady
         # state); a new chunk was never sent, so it is in no timer or `outstanding` yet.
-        # Chunks that waited for their slot first, then the scan; a chunk whose slot is
-        # still busy (a loss being recovered) waits and the scan goes on past it, so one
-        # loss holds one slot, not the whole window, for its recovery.
         w, results, nxt, n, in_flight = self.cfg.window, it.results, it.next_to_send, it.n, it.in_flight
         out, outstanding, timers, deadline = self._out, it.outstanding, self._timers, it.deadline
-        waiting, ready = it.waiting, it.ready
-        while in_flight < allowed and (not paced or pace.may_send(now)):
-            if ready:
-                c = heapq.heappop(ready)
-            elif nxt < n and (nxt < w or nxt - w in results):
-                c = nxt
-                nxt += 1
-            elif nxt < n and nxt < self._oldest_waiting() + w:
-                waiting.add(nxt)            # its slot is busy: it waits, the scan goes on
-                heapq.heappush(it.waiting_heap, nxt)
-                nxt += 1
-                continue
-            else:
-                break
-            out.append(c)
-            it.sent_at[c] = it.last_tx[c] = outstanding[c] = now
+        while nxt < n and (nxt < w or nxt - w in results) and in_flight < allowed \
+                and (not paced or pace.may_send(now)):
+            out.append(nxt)
+            it.sent_at[nxt] = it.last_tx[nxt] = outstanding[nxt] = now
             in_flight += 1
             if paced:
                 pace.sent(now)
-            it.timeout[c] = rto             # never re-sent: backed_off(0) is the RTO
-            deadline[c] = d = now + rto
-            heapq.heappush(timers, (d, c))
+            it.timeout[nxt] = rto           # never re-sent: backed_off(0) is the RTO
+            deadline[nxt] = d = now + rto
+            heapq.heappush(timers, (d, nxt))
+            nxt += 1
         it.next_to_send, it.in_flight = nxt, in_flight
-        new_ok = bool(ready) or (nxt < n and (nxt < w or nxt - w in results or nxt < self._oldest_waiting() + w))
+        new_ok = nxt < it.n and (nxt < w or nxt - w in results)
         blocked = (it.lost or new_ok) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
-
-    def _oldest_waiting(self) -> float:
-        """The smallest chunk waiting for its slot (inf when none): the scan may run at
-        most one window past it, so no slot ever has two chunks waiting."""
-        it = self._it
-        heap = it.waiting_heap
-        while heap and heap[0] not in it.waiting:
-            heapq.heappop(heap)             # moved to `ready` since
-        return heap[0] if heap else float("inf")
 
     def _flush(self) -> SendBatch:
         """The outbox as payloads: rows of the tensor's packed packets, RETX set on the
