@@ -39,12 +39,12 @@ class NativePacketLoop:
         if not self.bufs:
             raise MemoryError("the compiled packet loop could not allocate its buffers")
         self.ports = (_Port * len(ports))()
-        self.delays: dict[int, DelayLine] = {}
+        self.delays: dict[int, NativeDelayLine] = {}
         try:
             for slot, (fd, number, max_frame, ignore) in zip(self.ports, ports):
                 slot.fd, slot.port, slot.max_frame, slot.ignore_outgoing = fd, number, max_frame, int(ignore)
                 if link_emu and number in link_emu:
-                    self.delays[number] = DelayLine(lib, link_emu[number])
+                    self.delays[number] = NativeDelayLine(lib, link_emu[number])
                     slot.delay = self.delays[number].handle
                 if pcaps and number in pcaps:
                     slot.pcap_in, slot.pcap_out = (_open_pcap(lib, path) for path in pcaps[number])
@@ -95,7 +95,7 @@ class NativePacketLoop:
             raise OSError(f"pcap capture of port(s) {sorted(set(failed))} lost its last frames (disk full?)")
 
 
-class DelayLine:
+class NativeDelayLine:
     """A C delay line (c/ss_linkem.c) for one port; `submit`/`pop` with an explicit
     clock in ns are for tests, the packet loop drives it itself."""
 

@@ -13,7 +13,7 @@ from softswitch.dataplane.compiled_loop import CompiledSwitchLoop
 from softswitch.dataplane.linkem import DelayLine as PyDelayLine, LinkEmuConfig
 from softswitch.dataplane.loop import SwitchLoop, final_stats
 from softswitch.dataplane.pcap import PortPcaps, pcap_paths, read_pcap
-from softswitch.native.packet_loop import DelayLine, _declare
+from softswitch.native.packet_loop import NativeDelayLine, _declare
 from softswitch.native.switch import CompiledSwitch
 from softswitch.target.switch import Switch
 from softswitch.tests.test_native_loop import FORWARD, UnixPort, ipv4_frame
@@ -34,7 +34,7 @@ def frames(n):
 
 def test_fixed_delay_matches_the_python_line(lib):
     cfg = LinkEmuConfig(delay_ms=10)
-    c, py = DelayLine(lib, cfg), PyDelayLine(cfg)
+    c, py = NativeDelayLine(lib, cfg), PyDelayLine(cfg)
     sent = frames(5)
     for i, f in enumerate(sent):
         c.submit(f, 1000 * MS + i * MS)
@@ -48,7 +48,7 @@ def test_fixed_delay_matches_the_python_line(lib):
 
 
 def test_fifo_under_jitter_keeps_order_and_the_delay_distribution(lib):
-    line = DelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=5, seed=3))
+    line = NativeDelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=5, seed=3))
     sent = frames(2000)
     samples = []
     for i, f in enumerate(sent):          # spaced wider than the jitter: FIFO rarely binds
@@ -59,7 +59,7 @@ def test_fifo_under_jitter_keeps_order_and_the_delay_distribution(lib):
     mean = sum(samples) / len(samples)
     sd = math.sqrt(sum((s - mean) ** 2 for s in samples) / (len(samples) - 1))
     assert abs(mean - 50) < 0.5 and 4.5 < sd < 5.5         # Normal(50, 5): 5 sigma of the estimates
-    back_to_back = DelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=20, seed=3))
+    back_to_back = NativeDelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=20, seed=3))
     for f in sent:
         back_to_back.submit(f, 0)
     assert back_to_back.pop_due(10 ** 12) == sent            # never reordered without reorder=1
@@ -68,7 +68,7 @@ def test_fifo_under_jitter_keeps_order_and_the_delay_distribution(lib):
 
 
 def test_reorder_releases_in_departure_order(lib):
-    line = DelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=20, seed=5, reorder=True))
+    line = NativeDelayLine(lib, LinkEmuConfig(delay_ms=50, jitter_ms=20, seed=5, reorder=True))
     sent = frames(500)
     for i, f in enumerate(sent):
         line.submit(f, i * 10_000)        # 10 us apart: jitter reorders many
@@ -83,7 +83,7 @@ def test_reorder_releases_in_departure_order(lib):
 
 def test_loss_is_bernoulli_and_seeded(lib):
     def lost_pattern(seed):
-        line = DelayLine(lib, LinkEmuConfig(loss_pct=10, seed=seed, limit=20000))
+        line = NativeDelayLine(lib, LinkEmuConfig(loss_pct=10, seed=seed, limit=20000))
         pattern = [line.submit(b"x", 0) for _ in range(20000)]
         counts = line.counters()
         line.close()
@@ -97,7 +97,7 @@ def test_loss_is_bernoulli_and_seeded(lib):
 
 
 def test_limit_counts_overflow(lib):
-    line = DelayLine(lib, LinkEmuConfig(delay_ms=1, limit=3))
+    line = NativeDelayLine(lib, LinkEmuConfig(delay_ms=1, limit=3))
     assert [line.submit(f, 0) for f in frames(5)] == [True, True, True, False, False]
     assert line.counters()["overflow"] == 2
     assert len(line.pop_due(MS)) == 3 and line.submit(b"y", MS)   # room again: the ring wraps
