@@ -174,3 +174,26 @@ def test_no_backoff_while_other_chunks_progress():
     assert c.rtt.srtt is None and c.next_deadline() > t
     # chunk 1's second retransmission is armed after a result: stall count 1, not its retry count 2
     assert c._it.deadline[1] == pytest.approx(t + 0.2)
+
+
+def test_a_tensor_of_as_many_chunks_reuses_the_buffers_and_gets_only_its_own_sums():
+    c = client(window=2)
+
+    def aggregate(x, t):
+        pending = c.start(x, t)
+        while pending:
+            t += 0.01
+            pending = [s for p in pending for s in c.on_packet(result_for(p.payload), t)]
+        return t
+
+    x = np.arange(70, dtype=np.int32)
+    t = aggregate(x, 0.0)
+    sums, view = c._it.sums, c.result(copy=False)
+    np.testing.assert_array_equal(view, x * 3)
+    y = -7 * x[::-1].copy()
+    aggregate(y, t)
+    assert c._it.sums is sums                           # the same buffer, every row rewritten
+    np.testing.assert_array_equal(c.result(), y * 3)
+    np.testing.assert_array_equal(view, y * 3)          # a view follows its buffer
+    aggregate(np.arange(200, dtype=np.int32), t + 1)    # another size: new buffers
+    assert c._it.sums is not sums and c.result().size == 200

@@ -111,3 +111,19 @@ def test_empty_and_infinite_inputs():
     assert q.size == 0 and q.dtype == np.int32 and not sat
     with pytest.raises(ValueError, match="NaN or inf"):
         quantize(np.array([1.0, -np.inf]), 3, 2)
+
+
+def test_quantize_with_kept_buffers_gives_the_same_values_and_reuses_them():
+    from workers.quantize import Scratch
+    rng = np.random.default_rng(3)
+    scratch = Scratch()
+    x = rng.normal(0, 2, 1000)
+    x[:3] = [9.0, -9.0, 0.0]                            # saturated both ways
+    e = choose_exponent(4.0, 4)
+    q1, s1 = quantize(x, e, 4, scratch)
+    want, s_want = quantize(x, e, 4)
+    assert s1 == s_want and q1.dtype == np.int32 and np.array_equal(q1, want)
+    q2, _ = quantize(x[::-1], e, 4, scratch)
+    assert q2 is q1 and np.array_equal(q2, want[::-1])  # the same buffer, overwritten
+    q3, _ = quantize(x[:10], e, 4, scratch)
+    assert q3 is not q1 and np.array_equal(q3, want[:10])

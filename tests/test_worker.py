@@ -246,3 +246,12 @@ def test_ina_comm_stats_count_per_iteration():
         assert c.stats()["duplicate_results"] == 2 and c.stats()["duplicate_results"] == 0
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1 << 20, (1 << 20) + 5])
+def test_result_hash_is_the_float32_sha1_of_the_whole_sum(n):
+    import hashlib
+    from workers.worker import float32_sha1
+    x = np.random.default_rng(n).standard_normal(n)
+    want = hashlib.sha1(np.ascontiguousarray(x, np.float32)).hexdigest()
+    assert float32_sha1(x) == want and float32_sha1(x.astype(np.float32)) == want

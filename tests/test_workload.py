@@ -82,3 +82,13 @@ def test_spec_from_scenario_sections():
     m = WorkloadSpec.from_scenario({"kind": "model", "name": "mlp", "dataset": "synthetic",
                                     "batch_size": 16, "lr": 0.05})
     assert (m.kind, m.model, m.batch_size, m.lr) == ("model", "mlp", 16, 0.05)
+
+
+def test_a_reused_gradient_buffer_holds_the_same_values_and_is_overwritten():
+    w = Workload(WorkloadSpec("synthetic", 5000), seed=1, n_workers=4)
+    fresh = [w.gradient(1, it)[0] for it in range(2)]
+    a, _ = w.gradient(1, 0, reuse=True)
+    assert np.array_equal(a, fresh[0])
+    b, _ = w.gradient(1, 1, reuse=True)
+    assert b is a and np.array_equal(b, fresh[1])      # the one buffer, now iteration 1
+    assert np.array_equal(w.gradient(1, 0)[0], fresh[0]) and b is not fresh[0]

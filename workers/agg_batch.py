@@ -30,10 +30,11 @@ def payload_len(k: int) -> int:
 
 
 def pack_tensor(job: int, flags: int, base_seq: int, window: int, sender: int, fan_in: int,
-                exponents: np.ndarray, values: np.ndarray) -> np.ndarray:
+                exponents: np.ndarray, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The payloads of a tensor's chunks, chunk j = row j: `values` is (n, k) int32,
     `exponents` one per chunk; chunk j is sequence number base_seq + j, so it uses slot
-    seq % window, generation seq // window + 1 (shadow = gen & 1) and offset j * k."""
+    seq % window, generation seq // window + 1 (shadow = gen & 1) and offset j * k.
+    out: an (n,) array of packet_dtype(k) to fill (a worker reuses last tensor's)."""
     n, k = values.shape
     exps = np.asarray(exponents, dtype=np.int64)
     if exps.size and (exps.min() < -128 or exps.max() > 127):
@@ -44,7 +45,10 @@ def pack_tensor(job: int, flags: int, base_seq: int, window: int, sender: int, f
     gen = seq // window + 1
     if n and gen[-1] >= 2**32:
         raise ValueError("generation numbers no longer fit 32 bits")
-    out = np.empty(n, dtype=packet_dtype(k))
+    if out is None:
+        out = np.empty(n, dtype=packet_dtype(k))
+    elif out.shape != (n,) or out.dtype != packet_dtype(k):
+        raise ValueError(f"out must be ({n},) of packet_dtype({k}) (got {out.dtype} {out.shape})")
     h = out["h"]
     h["job"], h["flags"], h["sender"], h["fan_in"], h["k"] = job, flags, sender, fan_in, k
     h["shadow_slot"] = ((gen & 1) << 15) | (seq % window)

@@ -214,14 +214,19 @@ class InaClient:
         if flat.dtype != np.int32:
             raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
         n = num_chunks(flat.size, cfg.k)
-        padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
-        padded[:flat.size] = flat
+        packed, sums = self._buffers(n)
+        if flat.size == n * cfg.k:
+            values = flat.reshape(n, cfg.k)
+        else:                                           # the last chunk zero padded
+            values = np.zeros((n, cfg.k), dtype=np.int32)
+            values.reshape(-1)[:flat.size] = flat
         exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
         flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
         packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
-                                        cfg.fan_in, exps, padded.reshape(n, cfg.k))
+                                        cfg.fan_in, exps, values, out=packed)
+        # sums needs no zeroing: every row is written by its chunk's result before done
         self._it = _Iteration(self.next_seq, flat.size, n, packets.view(np.uint8).reshape(n, -1),
-                              np.zeros((n, cfg.k), dtype=np.int32), exps, flags,
+                              sums, exps, flags,
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
         self._timers = []
@@ -229,6 +234,17 @@ class InaClient:
         self.pacer.start(now)
         self._send_ready(now)
         return self._flush()
+
+    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The packed packets and the sums of an n-chunk tensor: the last tensor's arrays
+        when it had as many chunks (the usual case: one gradient per iteration). Fresh
+        arrays of tens of MB each cost their page faults, and the sums' faults fall inside
+        the transfer (on_packets writes them). Safe: sends are copies (take), result()
+        is a copy, and a new tensor starts only when the last is done."""
+        it = self._it
+        if it is not None and it.n == n:
+            return it.packets.view(agg_batch.packet_dtype(self.cfg.k)).reshape(n), it.sums
+        return None, np.empty((n, self.cfg.k), dtype=np.int32)
 
     def on_packet(self, payload: bytes, now: float, arrival: float | None = None) -> list[Send]:
         """A packet read at `now`; `arrival` is when it reached the host (the kernel's
@@ -398,12 +414,15 @@ class InaClient:
         """Some contribution to the last tensor was clipped by quantization."""
         return bool(self._it and self._it.overflow)
 
-    def result(self) -> np.ndarray:
-        """The aggregated int32 tensor (sum over all workers of the job)."""
+    def result(self, copy: bool = True) -> np.ndarray:
+        """The aggregated int32 tensor (sum over all workers of the job). copy=False: a
+        view of the client's buffer, valid until the next start (saves a caller that
+        converts it at once a copy of tens of MB)."""
         if not self.done:
             raise RuntimeError("aggregation not finished: keep feeding packets and timers")
         it = self._it
-        return it.sums.reshape(-1)[:it.length].copy()
+        view = it.sums.reshape(-1)[:it.length]
+        return view.copy() if copy else view
 
     def result_exponents(self) -> np.ndarray:
         return self._it.exponents.copy()

@@ -49,20 +49,22 @@ def open_socket(bind_ip: str = "0.0.0.0", port: int = AGG_UDP_PORT, rcvbuf: int 
 
 def aggregate(sock: socket.socket, client: InaClient, values: np.ndarray, exponent=0,
               overflow: bool = False, port: int = AGG_UDP_PORT, timeout_s: float | None = None,
-              clock=time.monotonic) -> np.ndarray:
+              clock=time.monotonic, copy: bool = True) -> np.ndarray:
     """Send one int32 tensor, serve retransmissions, return the aggregated int32 tensor."""
-    (total,) = aggregate_many(sock, [(client, values)], exponent, overflow, port, timeout_s, clock)
+    (total,) = aggregate_many(sock, [(client, values)], exponent, overflow, port, timeout_s,
+                              clock, copy)
     return total
 
 
 def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = False,
                    port: int = AGG_UDP_PORT, timeout_s: float | None = None,
-                   clock=time.monotonic) -> list[np.ndarray]:
+                   clock=time.monotonic, copy: bool = True) -> list[np.ndarray]:
     """Aggregate several int32 tensors at once, each through its own client (own job, own
     aggregation point, window and congestion control): `parts` is [(client, values)], the
     jobs distinct. Results are handed to the client of their job (the header's first byte);
     a datagram of no client's job goes to the first client, which counts it as bad.
-    Returns the aggregated tensors in the order of `parts`."""
+    Returns the aggregated tensors in the order of `parts` (copy=False: the clients' own
+    buffers, valid until their next start: InaClient.result)."""
     clients = [c for c, _ in parts]
     by_job = {c.cfg.job: c for c in clients}
     if len(by_job) != len(clients):
@@ -100,7 +102,7 @@ def aggregate_many(sock: socket.socket, parts, exponent=0, overflow: bool = Fals
                     break                   # drained: no need for a call that says EAGAIN
         for c in clients:
             _send(sender, c.on_timer_batch(now), port)
-    return [c.result() for c in clients]
+    return [c.result(copy) for c in clients]
 
 
 def _by_client(clients, by_job: dict, rows: np.ndarray, lengths: list):

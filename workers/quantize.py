@@ -43,8 +43,12 @@ def choose_exponent(max_abs: float, n_workers: int) -> int:
     return max(EXP_MIN, min(EXP_MAX, e))
 
 
-def quantize(x: np.ndarray, exponent: int, n_workers: int) -> tuple[np.ndarray, bool]:
-    """float array -> (int32 array, saturated). Values are clipped to the per-worker limit."""
+def quantize(x: np.ndarray, exponent: int, n_workers: int,
+             scratch: "Scratch | None" = None) -> tuple[np.ndarray, bool]:
+    """float array -> (int32 array, saturated). Values are clipped to the per-worker limit.
+    scratch: buffers kept between calls by a caller that quantizes every iteration (a
+    fresh temporary of tens of MB costs its page faults each time); the int32 array
+    returned is then one of them, valid until the next call with the same scratch."""
     if not EXP_MIN <= exponent <= EXP_MAX:
         raise ValueError(f"exponent must fit a signed byte ({EXP_MIN}..{EXP_MAX}), got {exponent}")
     x = np.asarray(x, dtype=np.float64)
@@ -55,16 +59,41 @@ def quantize(x: np.ndarray, exponent: int, n_workers: int) -> tuple[np.ndarray, 
     limit = INT32_MAX // n_workers
     # x * 2**e is x scaled exactly as ldexp does (a power of two in -128..127 is exact),
     # at a fraction of its cost; then rounded and clipped in place
-    scaled = np.multiply(x, 2.0**exponent)
+    scaled = np.multiply(x, 2.0**exponent, out=None if scratch is None else scratch.float64_like(x))
     np.rint(scaled, out=scaled)
     saturated = bool(scaled.size and (scaled.min() < -limit or scaled.max() > limit))
     np.clip(scaled, -limit, limit, out=scaled)
-    return scaled.astype(np.int32), saturated
+    if scratch is None:
+        return scaled.astype(np.int32), saturated
+    out = scratch.int32_like(scaled)
+    np.copyto(out, scaled, casting="unsafe")
+    return out, saturated
 
 
-def dequantize(q: np.ndarray, exponent: int) -> np.ndarray:
-    """int32 (or int64) sums -> float64 values: q * 2**-e, exact in float64."""
-    return np.multiply(q, 2.0**-exponent, dtype=np.float64)     # exact: a power of two
+class Scratch:
+    """quantize's buffers, kept between calls and remade when the size changes:
+    `scratch = Scratch(); quantize(x, e, n, scratch)`."""
+
+    def __init__(self):
+        self._bufs: dict = {}
+
+    def _like(self, x: np.ndarray, dtype) -> np.ndarray:
+        buf = self._bufs.get(np.dtype(dtype))
+        if buf is None or buf.shape != np.shape(x):
+            buf = self._bufs[np.dtype(dtype)] = np.empty(np.shape(x), dtype=dtype)
+        return buf
+
+    def float64_like(self, x: np.ndarray) -> np.ndarray:
+        return self._like(x, np.float64)
+
+    def int32_like(self, x: np.ndarray) -> np.ndarray:
+        return self._like(x, np.int32)
+
+
+def dequantize(q: np.ndarray, exponent: int, out: np.ndarray | None = None) -> np.ndarray:
+    """int32 (or int64) sums -> float64 values: q * 2**-e, exact in float64 (into `out`,
+    a float64 array of q's shape, when given)."""
+    return np.multiply(q, 2.0**-exponent, dtype=np.float64, out=out)     # exact: a power of two
 
 
 def sum_error_bound(exponent: int, n_workers: int) -> float:

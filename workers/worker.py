@@ -125,6 +125,18 @@ def wait_for_go(path: str | None, timeout_s: float, clock=time.monotonic) -> Non
         time.sleep(0.01)
 
 
+def float32_sha1(x: np.ndarray, block: int = 1 << 20) -> str:
+    """sha1 of x's values as contiguous float32, converted a block at a time (a whole
+    float32 copy of a tens-of-MB sum costs its page faults every iteration)."""
+    h, x = hashlib.sha1(), np.asarray(x).reshape(-1)
+    buf = np.empty(min(block, x.size), dtype=np.float32)
+    for a in range(0, x.size, block):
+        part = buf[:min(block, x.size - a)]
+        np.copyto(part, x[a:a + block], casting="unsafe")
+        h.update(part)
+    return h.hexdigest()
+
+
 def runqueue_wait_s(pid: str = "self") -> float | None:
     """Seconds this process waited for a CPU while runnable (Linux schedstat): tells a
     worker starved by a busy machine from one limited by the network."""
@@ -140,7 +152,8 @@ def compute_phase(log, work, cfg: WorkerConfig, ident: WorkerIdentity, it: int, 
     -> (float64 gradient, batch loss, straggler reasons, t_start, t_compute_end)."""
     t_start = log.log("iteration_start", iteration=it)["t"]
     sample = compute_sample(cfg.compute_time, cfg.stragglers, ident, it, cfg.seed, cfg.dilation)
-    grad, batch_loss = work.gradient(cfg.index, it)
+    # BSP consumes the gradient within the iteration: one buffer serves every iteration
+    grad, batch_loss = work.gradient(cfg.index, it, reuse=cfg.training.get("mode", "bsp") == "bsp")
     rest = t_start + sample.emulated_ms / 1000.0 - clock()
     if rest > 0:
         sleep(rest)
@@ -221,7 +234,7 @@ def run(cfg: WorkerConfig, log: EventLog, make_comm=None, clock=time.monotonic,
             log.log("iteration_end", iteration=it, t_start=t_start, t_end=t_end,
                     compute_s=t_comp - t_start, comm_s=t_last - t_send, gradient_bytes=grad_bytes,
                     **counts, batch_loss=batch_loss, **tested, stragglers=reasons,
-                    result_sha1=hashlib.sha1(np.ascontiguousarray(total, np.float32)).hexdigest(),
+                    result_sha1=float32_sha1(total),
                     comm_stats=comm.stats(), update=update.record() if update else None,
                     model_version=it + 1 if mode == "bsp" else read[0], **extra)
             done = it + 1

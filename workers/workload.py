@@ -221,17 +221,40 @@ class Workload:
             self.model = build_model(spec.model, self.data.shape, seed=seed)
         self.layers = _layers(spec, self.model.layers)
         self.size = sum(n for _, n in self.layers)
+        self._draw = self._filler = self._out = None     # gradient()'s buffers
 
-    def gradient(self, worker: int, iteration: int) -> tuple[np.ndarray, float]:
-        """(clipped float64 gradient of `size` values, minibatch loss) of `worker` now."""
+    def gradient(self, worker: int, iteration: int, reuse: bool = False) -> tuple[np.ndarray, float]:
+        """(clipped float64 gradient of `size` values, minibatch loss) of `worker` now.
+        reuse: written into one array kept for such calls (the worker loop's, whose
+        gradient is consumed within the iteration), overwritten by the next of them."""
         x, y = self.data.shard(worker, self.n_workers)
         idx = minibatch_indices(self.seed, worker, iteration, len(y), self.spec.batch_size)
         loss, g = self.model.loss_and_grad(x[idx], y[idx])
+        size = max(self.size, len(g))
+        if not reuse:
+            out = np.empty(size)
+        elif self._out is None or len(self._out) != size:
+            out = self._out = np.empty(size)
+        else:
+            out = self._out
+        out[:len(g)] = g
         if self.size > len(g):
-            filler = np.random.default_rng([self.seed, _SYNTH, worker, iteration]) \
-                .standard_normal(self.size - len(g)).astype(np.float32) * self.spec.synthetic_scale
-            g = np.concatenate([g, filler])
-        return np.clip(g, -self.spec.clip, self.spec.clip), loss
+            # float32 N(0, 1) values times the scale in float32, as a float32 gradient
+            # would hold them; drawn into buffers kept between calls: at tens of millions
+            # of values, fresh temporaries cost more (page faults) than the drawing
+            m = self.size - len(g)
+            draw, filler = self._scratch(m)
+            np.random.default_rng([self.seed, _SYNTH, worker, iteration]).standard_normal(out=draw)
+            np.copyto(filler, draw, casting="same_kind")
+            np.multiply(filler, self.spec.synthetic_scale, out=filler)
+            out[len(g):] = filler
+        return np.clip(out, -self.spec.clip, self.spec.clip, out=out), loss
+
+    def _scratch(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """float64 and float32 buffers of m values, the same ones on every call."""
+        if self._draw is None or len(self._draw) != m:
+            self._draw, self._filler = np.empty(m), np.empty(m, dtype=np.float32)
+        return self._draw, self._filler
 
     def all_gradients(self, iteration: int, params: np.ndarray | None = None) -> list[np.ndarray]:
         """Every worker's gradient this iteration, at `params` (default: the current model;

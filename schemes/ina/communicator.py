@@ -37,11 +37,12 @@ class InaCommunicator(CommunicatorBase):
         self.bound = quantize.sum_error_bound(self.exponent, self.n)
         self.timeout_s = comm.get("aggregate_timeout_s")
         self.sock = ina_udp.open_socket(me.ip)
+        self._scratch = quantize.Scratch()      # quantize's buffer, kept between iterations
 
     def allreduce(self, grad: np.ndarray, iteration: int) -> np.ndarray:
-        q, saturated = quantize.quantize(grad, self.exponent, self.n)
+        q, saturated = quantize.quantize(grad, self.exponent, self.n, self._scratch)
         total = ina_udp.aggregate(self.sock, self.client, q, exponent=self.exponent,
-                                  overflow=saturated, timeout_s=self.timeout_s)
+                                  overflow=saturated, timeout_s=self.timeout_s, copy=False)
         return quantize.dequantize(total, self.exponent)
 
     def counters(self) -> Counters:

@@ -39,6 +39,7 @@ class InartCommunicator(CommunicatorBase):
         self.bound = quantize.sum_error_bound(self.exponent, self.n)
         self.timeout_s = comm.get("aggregate_timeout_s")
         self.sock = ina_udp.open_socket(me.ip)
+        self._scratch = quantize.Scratch()      # quantize's buffer, kept between iterations
         self._parts: list[int] = []
 
     def _take(self, comm: dict) -> None:
@@ -59,12 +60,12 @@ class InartCommunicator(CommunicatorBase):
             new = self.follower.at(iteration)
             if new is not None:
                 self._take(new)
-        q, saturated = quantize.quantize(grad, self.exponent, self.n)
+        q, saturated = quantize.quantize(grad, self.exponent, self.n, self._scratch)
         ranges = value_ranges(self.shares, q.size)
         self._parts = [b - a for a, b in ranges]
         parts = [(c, q[a:b]) for c, (a, b) in zip(self.clients, ranges) if b > a]
         sums = ina_udp.aggregate_many(self.sock, parts, exponent=self.exponent,
-                                      overflow=saturated, timeout_s=self.timeout_s)
+                                      overflow=saturated, timeout_s=self.timeout_s, copy=False)
         total = np.empty_like(q)
         it = iter(sums)
         for a, b in ranges:
