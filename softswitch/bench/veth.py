@@ -38,6 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from softswitch.bench import perf_profile
 from softswitch.bench.workloads import (Workload, agg_frame_source, aggregation_workload, forward_workload,
                                         measure_workload_inproc)
 from softswitch.dataplane.ports import ETH_P_ALL, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE, SO_SNDBUFFORCE, SOL_PACKET
@@ -314,12 +315,19 @@ def measure_switch(bed: VethBed, wl: Workload, args, rnd: int, label: str = "sof
     progress(f"{label} {wl.name}: start, program, {args.warmup:g} s warm-up + {args.window:g} s window")
     profile_path = f"{log_path}.prof" if args.profile and rnd == 1 and start is None else None
     proc = start(bed, wl, log_path) if start else start_softswitch(bed, wl, log_path, profile_path)
+    # a native target (the compiled path, BMv2) is sampled by perf over the same window
+    perf_path = f"{log_path}.perf" if args.profile and rnd == 1 and start is not None else None
+    rec = perf_profile.start(proc.pid, args.warmup + args.window, perf_path) if perf_path else None
     try:
         pps, offered = measure_veth_rate(bed, wl.frames, args.warmup, args.window, wl.fresh_generations)
     finally:
+        rows = perf_profile.finish(rec, perf_path) if perf_path else []
         _stop(proc)
     if profile_path:
         print_profile(wl.name, profile_path)
+    if perf_path:
+        progress(f"perf profile of the {label} {wl.name} switch process through veths "
+                 f"(samples of that process, {args.warmup + args.window:g} s):\n{perf_profile.summary(rows)}")
     progress(f"  {wl.name} {pps / 1000:.1f} kpps delivered (offered {offered / 1000:.1f} kpps)")
     return pps
 
@@ -356,7 +364,9 @@ def main(argv=None, others: dict | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="repeat the veth measurements; the best is kept")
     ap.add_argument("--skip-inproc", action="store_true")
     ap.add_argument("--profile", action="store_true",
-                    help="cProfile the switch process during each veth run and print the top functions")
+                    help="profile the switch process during each first-round veth run and print where "
+                         "its time goes: cProfile for the Python path, perf samples for the compiled "
+                         "path and other native targets")
     ap.add_argument("--role", choices=["gen", "relay"], help=argparse.SUPPRESS)
     ap.add_argument("--ifname", help=argparse.SUPPRESS)
     ap.add_argument("--frames", help=argparse.SUPPRESS)
