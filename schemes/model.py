@@ -129,6 +129,12 @@ class Net:
     def rtt(self, a, b) -> float:
         return 2 * self.delay(a, b)
 
+    def path_loss(self, a, b) -> float:
+        """Probability that a packet a -> b is lost on the way (each link's loss_pct,
+        independent)."""
+        p = self.path(a, b)
+        return 1.0 - math.prod(1 - self.g.edges[u, v].get("loss_pct", 0) / 100 for u, v in zip(p, p[1:]))
+
     def rate_bps(self, u, v) -> float:
         """The rate of the direction u -> v: the edge's bandwidth_mbps unless the edge has
         a rate for that direction (direction_mbps {src: Mbps}, a step of a per-direction
@@ -237,8 +243,7 @@ def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
             continue
         net = load.net
         rtt, share = net.rtt(a, b), load.share_bps(a, b)
-        p = net.path(a, b)
-        loss = 1.0 - math.prod(1 - net.g.edges[u, v].get("loss_pct", 0) / 100 for u, v in zip(p, p[1:]))
+        loss = net.path_loss(a, b)
         cands = {"receive window": 8 * rwnd_max(scenario) / rtt if rtt > 0 else float("inf"),
                  "loss (Mathis)": 1.22 * MSS * 8 / (rtt * math.sqrt(loss)) if loss > 0 and rtt > 0
                  else float("inf")}

@@ -116,8 +116,12 @@ class SwitchLoad:
 
     switch_pids: switch -> PID of its process; shaped: switch -> {intf: rate_mbps} (a live
     dict: the schedule driver updates rates as it changes them). A window counts as
-    switch-limited when the process used >= cpu_threshold % of a core while no shaped
-    egress of that switch ran above util_threshold of its rate.
+    switch-limited when the process wanted >= cpu_threshold % of a core (ran, or waited
+    runnable for a CPU: /proc/PID/schedstat) while no shaped egress of that switch ran
+    above util_threshold of its rate. Why the wait: with a switch per datacenter and a
+    dozen workers on 2 cores, no switch ever gets 90 % of a core, yet one that is always
+    runnable is what holds the packets back (bench capacity: geo-ina at 6 x its model with
+    every switch below 50 % CPU).
     """
 
     def __init__(self, switch_pids: dict[str, int], shaped: dict[str, dict[str, float]],
@@ -125,16 +129,18 @@ class SwitchLoad:
         self.switch_pids = switch_pids
         self.shaped = shaped
         self.window_s = window_s
-        self._prev = None       # (t, {switch: cpu_s}, {intf: tx_bytes})
-        self.windows: list[tuple[float, str, float, float]] = []   # (t, switch, cpu%, util)
+        self._prev = None       # (t, {switch: cpu_s}, {intf: tx_bytes}, {switch: wait_s})
+        # (t, switch, cpu %, util, runnable-but-waiting % of the window)
+        self.windows: list[tuple[float, str, float, float, float]] = []
 
     def observe(self, t: float, last: dict) -> None:
         if self._prev is not None and t - self._prev[0] < self.window_s:
             return
         cpu = {sw: cpu_seconds(pid) for sw, pid in self.switch_pids.items()}
+        wait = {sw: runqueue_wait_seconds(pid) for sw, pid in self.switch_pids.items()}
         tx = {intf: row[4] for (node, intf), row in last.items()}
         if self._prev is not None:
-            t0, cpu0, tx0 = self._prev
+            t0, cpu0, tx0, wait0 = self._prev
             dt = t - t0
             for sw, c in cpu.items():
                 if c is None or cpu0.get(sw) is None:
@@ -143,26 +149,30 @@ class SwitchLoad:
                 for intf, rate in self.shaped.get(sw, {}).items():
                     if rate and intf in tx and intf in tx0:
                         util = max(util, 8 * (tx[intf] - tx0[intf]) / dt / (rate * 1e6))
-                self.windows.append((t, sw, 100.0 * (c - cpu0[sw]) / dt, util))
-        self._prev = (t, cpu, tx)
+                w = wait.get(sw) is not None and wait0.get(sw) is not None
+                self.windows.append((t, sw, 100.0 * (c - cpu0[sw]) / dt, util,
+                                     100.0 * (wait[sw] - wait0[sw]) / dt if w else 0.0))
+        self._prev = (t, cpu, tx, wait)
 
     def max_util(self) -> dict[str, float]:
         """Per switch, the highest utilisation any of its shaped egress links reached."""
         out: dict[str, float] = {}
-        for _, sw, _, util in self.windows:
+        for _, sw, _, util, _ in self.windows:
             out[sw] = max(out.get(sw, 0.0), util)
         return out
 
     def peaks(self, cpu_threshold: float = 90.0, util_threshold: float = 0.8):
-        """Per switch: (peak CPU %, utilisation in that window, limited window count)."""
+        """Per switch: (peak CPU %, utilisation in that window, limited window count, peak
+        CPU + wait %: the share of a core it wanted). Limited: CPU + wait >= cpu_threshold
+        with every shaped egress below util_threshold."""
         out = {}
-        for t, sw, cpu, util in self.windows:
-            peak, putil, n = out.get(sw, (0.0, 0.0, 0))
-            if cpu >= cpu_threshold and util < util_threshold:
+        for t, sw, cpu, util, wait in self.windows:
+            peak, putil, n, want = out.get(sw, (0.0, 0.0, 0, 0.0))
+            if cpu + wait >= cpu_threshold and util < util_threshold:
                 n += 1
             if cpu > peak:
                 peak, putil = cpu, util
-            out[sw] = (peak, putil, n)
+            out[sw] = (peak, putil, n, max(want, cpu + wait))
         return out
 
 
@@ -184,19 +194,38 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def switch_limited_warnings(peaks: dict[str, tuple[float, float, int]], min_windows: int = 2) -> list[str]:
+def runqueue_wait_seconds(pid: int) -> float | None:
+    """Seconds the process's main thread waited runnable for a CPU (Linux schedstat);
+    None when it is gone or the kernel has no schedstat."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def switch_limited_warnings(peaks: dict[str, tuple[float, float, int, float]],
+                            min_windows: int = 2) -> list[str]:
     """Say when a switch's packet rate, not the links, limited the run.
 
     peaks: from SwitchLoad.peaks(): per switch (peak CPU %, egress utilisation in that
-    window, number of 1 s windows at >= 90 % CPU with every shaped egress below 80 %).
+    window, number of 1 s windows wanting >= 90 % of a core, running or waiting for one,
+    with every shaped egress below 80 %, peak CPU + wait %).
     """
     warnings = []
-    for sw, (cpu, util, n) in sorted(peaks.items()):
-        if n >= min_windows:
-            warnings.append(
-                f"switch {sw} limited the run, not the links: {n} s at >= 90% of a CPU core "
-                f"(peak {cpu:.0f}%) while its shaped links ran below 80% of their rate; "
-                f"raise time_dilation so the switch can keep up with the emulated rates")
+    for sw, (cpu, util, n, want) in sorted(peaks.items()):
+        if n < min_windows:
+            continue
+        if cpu >= 90:
+            why = f"at >= 90% of a CPU core (peak {cpu:.0f}%)"
+            fix = "raise time_dilation so the switch can keep up with the emulated rates"
+        else:
+            why = (f"runnable >= 90% of the time but running at most {cpu:.0f}% (waiting for a "
+                   f"CPU the rest: the machine's cores are shared by too many processes)")
+            fix = ("raise time_dilation, or run fewer workers per core (fewer datacenters or "
+                   "workers, a machine with more cores)")
+        warnings.append(f"switch {sw} limited the run, not the links: {n} s {why} while its "
+                        f"shaped links ran below 80% of their rate; {fix}")
     return warnings
 
 

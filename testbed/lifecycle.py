@@ -310,8 +310,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
             if sampler is not None:
                 state["counters"] = {"samples": sampler.samples, "totals": sampler.totals()}
                 state["switch_load"] = {sw: {"peak_cpu_pct": round(c, 1), "util_at_peak": round(u, 3),
-                                             "limited_windows": n}
-                                        for sw, (c, u, n) in sampler.load.peaks().items()}
+                                             "limited_windows": n, "peak_cpu_wait_pct": round(want, 1)}
+                                        for sw, (c, u, n, want) in sampler.load.peaks().items()}
                 state["warnings"] += counters.switch_limited_warnings(sampler.load.peaks())
                 state["link_emulation"] = emulated_link_counters(run_dir, graph, mode)
                 state["switch_datapath"] = switch_datapaths(run_dir, graph)

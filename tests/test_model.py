@@ -21,13 +21,13 @@ S = 4 * N
 
 
 def scn(scheme="ps", dcs=2, per_dc=1, mbps=50.0, delay=50.0, compute="{model: constant, value_ms: 0}",
-        extra="", limits=True):
+        extra="", limits=True, loss=0.0):
     names = "".join(f"\n  - {{name: d{i}, lat: 0, lon: {i * 3}, racks: 1, workers_per_rack: {per_dc}}}"
                     for i in range(dcs))
     text = f"""
 name: m
 datacenters:{names}
-wan: {{default: {{bandwidth_mbps: {mbps}, delay_ms: {delay}}}}}
+wan: {{default: {{bandwidth_mbps: {mbps}, delay_ms: {delay}, loss_pct: {loss}}}}}
 intra_dc:
   access: {{bandwidth_mbps: 1000, delay_ms: 0}}
   uplink: {{bandwidth_mbps: 1000, delay_ms: 0}}
@@ -162,6 +162,35 @@ def test_ina_serialization_and_window_limits():
     gk = next(k for k in g.limits if k.startswith("serialization"))
     assert g.limits[gk] == pytest.approx(ser / 2, rel=1e-6)
     assert g.wan_bytes_per_iteration == pytest.approx(2 * chunks * frame_bytes(32))
+
+
+def test_ina_loss_caps_the_window_by_the_response_function():
+    from schemes.ina.model import loss_window
+    # geo-ina, 2 DCs x 2: a chunk needs d1's partial sum up the WAN and, for d1's workers,
+    # the result back down it: 1 - 0.99^2 of the chunks are lost at 1 % per WAN direction
+    p_chunk = 1 - 0.99 ** 2
+    chunks = N // 32
+    for law, w in (("reno", math.sqrt(1.5 / p_chunk)),              # Mathis: 1.22 / sqrt(p)
+                   ("cubic", math.sqrt(1.7 / (0.6 * p_chunk)))):    # AIMD at beta 0.7: the floor
+        p = predict(scn("geo-ina", per_dc=2, loss=1, extra=f"scheme_options: {{congestion_law: {law}}}"))
+        (key,) = [k for k in p.limits if k.startswith("loss")]
+        assert f"{100 * p_chunk:.2g} %" in key
+        # one window of w chunks per 100 ms round trip
+        assert p.limits[key] == pytest.approx(chunks / w * 0.100, rel=1e-6)
+        assert p.iteration_s == pytest.approx(chunks / w * 0.100 + 0.100, rel=1e-6)
+    # cubic's own response (RFC 8312, 5.1) wins on long round trips and little loss
+    c = 1.93
+    assert loss_window(1e-4, 1.0, "cubic", c) == pytest.approx(
+        (c * 3.7 / 1.2) ** 0.25 * (1.0 / 1e-4) ** 0.75)
+    assert loss_window(0.0, 0.1, "cubic", c) == math.inf
+    # backlog: a random loss is only re-sent, the window stays: the frames again, no cap
+    b = predict(scn("geo-ina", per_dc=2, loss=1, extra="scheme_options: {loss_response: backlog}"))
+    assert not [k for k in b.limits if k.startswith("loss")]
+    (key,) = [k for k in b.terms if k.startswith("loss")]
+    ser = next(v for k, v in b.limits.items() if k.startswith("serialization"))
+    assert b.terms[key] == pytest.approx(p_chunk * ser)
+    # no loss configured: no loss term at all
+    assert not [k for k in predict(scn("geo-ina", per_dc=2)).terms if "loss" in k]
 
 
 def test_bandwidth_step_halves_the_serialization_term():

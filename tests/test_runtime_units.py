@@ -45,13 +45,22 @@ def test_sampler_reads_root_namespace(tmp_path):
 def test_switch_load_windows_and_warning():
     load = counters.SwitchLoad({}, {"g1": {"g1-eth2": 10.0}})
     # feed synthetic windows: 3 s at 97 % CPU while the 10 Mbps link carries 2 Mbps
-    load.windows = [(t, "g1", 97.0, 0.2) for t in range(3)] + [(3, "g1", 50.0, 0.9)]
+    load.windows = [(t, "g1", 97.0, 0.2, 1.0) for t in range(3)] + [(3, "g1", 50.0, 0.9, 0.0)]
     peaks = load.peaks()
-    assert peaks["g1"] == (97.0, 0.2, 3)
+    assert peaks["g1"] == (97.0, 0.2, 3, 98.0)
     (w,) = counters.switch_limited_warnings(peaks)
-    assert "switch g1 limited the run" in w and "time_dilation" in w
+    assert "switch g1 limited the run" in w and ">= 90% of a CPU core" in w and "time_dilation" in w
     # a busy switch whose link is saturated is link-limited: no warning
-    load.windows = [(t, "g1", 99.0, 0.95) for t in range(5)]
+    load.windows = [(t, "g1", 99.0, 0.95, 0.0) for t in range(5)]
+    assert counters.switch_limited_warnings(load.peaks()) == []
+    # shared cores: 45 % running + 50 % waiting for a CPU, links idle: limited too, and
+    # the warning says the cores are the cause
+    load.windows = [(t, "g1", 45.0, 0.3, 50.0) for t in range(4)]
+    assert load.peaks()["g1"] == (45.0, 0.3, 4, 95.0)
+    (w,) = counters.switch_limited_warnings(load.peaks())
+    assert "waiting for a CPU" in w and "fewer workers per core" in w
+    # a switch idling (neither running nor waiting) is not limited
+    load.windows = [(t, "g1", 10.0, 0.1, 5.0) for t in range(4)]
     assert counters.switch_limited_warnings(load.peaks()) == []
 
 
@@ -70,11 +79,14 @@ def test_switch_load_observes_cpu_of_real_processes():
         for p in (busy, idle):
             p.kill()
             p.wait()
-    cpu = {sw: c for _, sw, c, _ in load.windows}
+    cpu = {sw: c for _, sw, c, _, _ in load.windows}
+    waits = {sw: w for _, sw, _, _, w in load.windows}
     assert set(cpu) == {"busy", "idle"}
     # a spinning process gets CPU (how much depends on the machine's load), a sleeping one none
     assert cpu["idle"] < 2.0
     assert cpu["busy"] > max(5.0, cpu["idle"])
+    # the spinning process is runnable all the time: running + waiting is most of the window
+    assert cpu["busy"] + waits["busy"] > 80.0 and waits["idle"] < 2.0
 
 
 def test_parse_ping():

@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 
 from schemes import model as M
-from schemes.ina.options import InaOptions
+from schemes.ina.options import InaOptions, InaTransportOptions
 from schemes.ina.plan import tree_for
 from workers.agg_packet import frame_bytes
+from workers.congestion import cubic_c
+
+CUBIC_BETA = 0.7                        # workers/congestion.Aimd.beta
 
 
 def model_for(shape: str):
@@ -25,13 +28,40 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     """The model of aggregating `values` values per worker per iteration (libra sends
     only its switch vector through the tree)."""
     tree, k = tree_for(shape, graph, scenario, o)
-    return predict_trees(shape, graph, scenario, [(tree, values)], k)
+    return predict_trees(shape, graph, scenario, [(tree, values)], k, o)
 
 
-def predict_trees(scheme: str, graph, scenario, trees, k: int) -> M.Prediction:
+def chunk_loss(net: M.Net, tree, worker: str) -> float:
+    """Probability that `worker` gets no result for a chunk on its first try: any frame
+    the result needs is lost, every contribution and partial sum on the way up (one lost
+    frame times the chunk out at every worker of the job) or the result replica on the
+    way down to this worker."""
+    root = tree.points[tree.root].switch
+    up = [(c.node, p.switch) for p in tree.points.values() for c in p.children]
+    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(root, worker)])
+
+
+def loss_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
+    """Average congestion window (chunks) of a worker that cuts on every loss, losing a
+    fraction p of its chunks at random (the response functions of loss-based TCP):
+    AIMD +1 per round trip and x beta per loss, sqrt((1 + beta) / (2 (1 - beta) p))
+    (beta 0.5: Mathis' 1.22 / sqrt(p)); cubic (RFC 8312, 5.1) the larger of that, at its
+    beta 0.7 (workers/congestion.py keeps Reno's growth as a floor), and
+    (c (3 + beta) / (4 (1 - beta)))^(1/4) (rtt / p)^(3/4), rtt in real-world seconds."""
+    if p <= 0:
+        return math.inf
+    if law == "reno":
+        return math.sqrt(1.5 / p)
+    aimd = math.sqrt((1 + beta) / (2 * (1 - beta) * p))
+    return max(aimd, (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / p) ** 0.75)
+
+
+def predict_trees(scheme: str, graph, scenario, trees, k: int,
+                  transport: InaTransportOptions | None = None) -> M.Prediction:
     """The model of several trees aggregating at once, [(tree, values per worker)] (inart:
     one tree per parameter server, each with its share of the model): their frames load the
-    links together; each tree is window-limited on its own round trip."""
+    links together; each tree is window-limited on its own round trip. transport: the
+    workers' options (loss response, congestion law); None: the defaults."""
     net = M.Net(graph)
     load = M.Load(net)
     frame = frame_bytes(k)
@@ -58,11 +88,26 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int) -> M.Prediction:
         limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
                f"({chunks} chunks of k={k}), the last window serialized"] = \
             max(0.0, chunks / w - 1) * rtt + ser * min(1.0, w / max(chunks, 1))
-    tree, _, rtt = max(windows, key=lambda t: t[2])
-    add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt}
     notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
              "the congestion window persists across iterations and has no restart after "
              "idle; it starts at 16 packets in the first iteration (warm-up, not modelled)"]
-    if any(a.get("loss_pct") for _, _, a in graph.edges(data=True)):
-        notes.append("loss not modelled for INA (each loss costs a retransmission timeout)")
+    add = {}
+    t = transport or InaTransportOptions()
+    for tree, chunks, rtt in windows:
+        p = max(chunk_loss(net, tree, w) for w in tree.workers)
+        if p <= 0:
+            continue
+        name = "" if len(trees) == 1 else f"job {tree.job}: "
+        if t.congestion_control and t.loss_response == "cut":
+            w = loss_window(p, rtt, t.congestion_law, cubic_c(frame))
+            if w < tree.window:
+                limits[f"{name}loss: {100 * p:.2g} % of chunks lost, every loss cuts the window: "
+                       f"{w:.1f} chunks per {rtt * 1000:.0f} ms round trip on average "
+                       f"({t.congestion_law})"] = chunks / w * rtt
+        else:                               # re-sent without a cut: the frames again
+            add[f"{name}loss: {100 * p:.2g} % of chunks re-sent (no window cut)"] = p * ser
+            notes.append("loss with loss_response backlog (or a fixed window): the re-sent "
+                         "frames are added; recovery time and the cuts a queue causes are not modelled")
+    tree, _, rtt = max(windows, key=lambda t: t[2])
+    add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt, **add}
     return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
