@@ -165,22 +165,33 @@ def test_ina_serialization_and_window_limits():
 
 
 def test_ina_loss_caps_the_window_by_the_response_function():
-    from schemes.ina.model import loss_window
+    from schemes.ina.model import loss_window, response_window
     # geo-ina, 2 DCs x 2: a chunk needs d1's partial sum up the WAN and, for d1's workers,
     # the result back down it: 1 - 0.99^2 of the chunks are lost at 1 % per WAN direction
     p_chunk = 1 - 0.99 ** 2
     chunks = N // 32
-    for law, w in (("reno", math.sqrt(1.5 / p_chunk)),              # Mathis: 1.22 / sqrt(p)
-                   ("cubic", math.sqrt(1.7 / (0.6 * p_chunk)))):    # AIMD at beta 0.7: the floor
+
+    def event_window(f):
+        # at most one cut per round trip: the fixed point of W = f(loss events per chunk)
+        w = f(p_chunk)
+        for _ in range(200):
+            w = f((1 - (1 - p_chunk) ** w) / w)
+        return w
+
+    for law, f in (("reno", lambda p: math.sqrt(1.5 / p)),             # Mathis: 1.22 / sqrt(p)
+                   ("cubic", lambda p: math.sqrt(1.7 / (0.6 * p)))):   # AIMD at beta 0.7: the floor
+        w = event_window(f)
+        assert f(p_chunk) < w < 1.1 * f(p_chunk)
         p = predict(scn("geo-ina", per_dc=2, loss=1, extra=f"scheme_options: {{congestion_law: {law}}}"))
         (key,) = [k for k in p.limits if k.startswith("loss")]
         assert f"{100 * p_chunk:.2g} %" in key
         # one window of w chunks per 100 ms round trip
         assert p.limits[key] == pytest.approx(chunks / w * 0.100, rel=1e-6)
         assert p.iteration_s == pytest.approx(chunks / w * 0.100 + 0.100, rel=1e-6)
+        assert f"{w:.1f} chunks" in key
     # cubic's own response (RFC 8312, 5.1) wins on long round trips and little loss
     c = 1.93
-    assert loss_window(1e-4, 1.0, "cubic", c) == pytest.approx(
+    assert response_window(1e-4, 1.0, "cubic", c) == pytest.approx(
         (c * 3.7 / 1.2) ** 0.25 * (1.0 / 1e-4) ** 0.75)
     assert loss_window(0.0, 0.1, "cubic", c) == math.inf
     # backlog: a random loss is only re-sent, the window stays: the frames again, no cap
