@@ -85,6 +85,9 @@ class ClientConfig:
     # backlog test, congestion.queue_backlog) does, a random one is only re-sent
     loss_response: str = "cut"
     time_dilation: float = 1.0          # for cubic's real-world clock
+    # the state machine's implementation (workers/ina_core.make_client): "python" this
+    # module, "c" workers/native/ina_core.c, "auto" C when it builds, else Python
+    core: str = "auto"
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -98,6 +101,8 @@ class ClientConfig:
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
         if self.loss_response not in ("cut", "backlog"):
             raise ValueError(f'loss_response must be "cut" or "backlog" (got {self.loss_response!r})')
+        if self.core not in ("python", "c", "auto"):
+            raise ValueError(f'core must be "python", "c" or "auto" (got {self.core!r})')
 
     @classmethod
     def for_worker(cls, tree, host: str, **opts) -> "ClientConfig":

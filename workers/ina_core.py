@@ -1,0 +1,297 @@
+"""The INA client with its per-result work in C (workers/native/ina_core.c), and the
+factory that picks a client for a ClientConfig.
+
+    client = make_client(cfg)       # cfg.core: "python" | "c" | "auto"
+
+Why: InaClient's Python costs several microseconds per result, and a worker handles tens
+of thousands of results per second on a machine whose cores it shares with the switch and
+the other workers (docs/ina.md, "The client core"). InaCoreClient is the same state
+machine, decision for decision: workers/ina_client.py stays the reference and the
+fallback, tests/test_ina_core.py drives both with the same events and compares every byte
+sent and every counter. Here stay what is not per result: the checks and the packing of a
+tensor when it starts (numpy, as InaClient), the exceptions, and read-only views of the
+estimators' state for the communicators (rtt.srtt, rtt.rto, cc.cwnd, pacer.rate;
+rtt.granularity is also written).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from workers import agg_batch
+from workers import agg_packet as wire
+from workers import pacing
+from workers.chunking import num_chunks
+from workers.congestion import Aimd, cubic_c, veno_threshold
+from workers.ina_client import AggregationFailed, ClientConfig, ClientStats, InaClient, SendBatch
+from workers.native.build import CompileError, shared_library
+from workers.rtt import RttEstimator
+
+SOURCE = Path(__file__).resolve().parent / "native" / "ina_core.c"
+_ERR_FAILED, _ERR_NEGATIVE_RTT, _ERR_MEMORY = -1, -2, -3
+_STATS = tuple(ClientStats.__dataclass_fields__)
+
+
+class _Config(ctypes.Structure):
+    """struct ina_config of ina_core.c, field for field."""
+    _fields_ = [(f, ctypes.c_int64) for f in (
+        "job", "window", "k", "max_retransmissions", "cc_enabled", "cubic", "rack", "pacing",
+        "backlog", "initial_cwnd", "quantum", "burst_quanta", "min_samples", "payload_len")] + \
+        [(f, ctypes.c_double) for f in (
+            "initial_rto", "min_rto", "max_rto", "granularity", "beta", "cubic_c",
+            "time_dilation", "veno_beta", "gain", "interval_rtts")]
+
+
+class _View(ctypes.Structure):
+    """struct ina_view of ina_core.c, field for field: the counters and estimators."""
+    _fields_ = [(f, ctypes.c_int64) for f in _STATS + (
+        "has_it", "n", "n_results", "overflow", "has_srtt", "has_min_rtt", "has_rate",
+        "err_chunk", "err_retries")] + \
+        [(f, ctypes.c_double) for f in (
+            "srtt", "rttvar", "min_rtt", "granularity", "cwnd", "ssthresh", "rate", "err_rtt")]
+
+
+_lib = None
+_lib_error: str | None = None
+
+
+def library() -> ctypes.CDLL:
+    """ina_core.c, built once per process (and cached on disk: workers/native/build.py)."""
+    global _lib, _lib_error
+    if _lib is None and _lib_error is None:
+        try:
+            lib = shared_library(SOURCE)
+        except (CompileError, OSError) as e:
+            _lib_error = str(e)
+        else:
+            p, i64, dbl = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+            for name, res, args in [
+                    ("ina_new", p, [ctypes.POINTER(_Config)]), ("ina_free", None, [p]),
+                    ("ina_start", i64, [p, i64, i64, p, p, p, dbl]),
+                    ("ina_on_packets", i64, [p, p, i64, p, i64, dbl, p]),
+                    ("ina_on_timer", i64, [p, dbl]), ("ina_next_deadline", dbl, [p]),
+                    ("ina_rto", dbl, [p])]:
+                f = getattr(lib, name)
+                f.restype, f.argtypes = res, args
+            _lib = lib
+    if _lib is None:
+        raise CompileError(_lib_error)
+    return _lib
+
+
+_warned = False
+
+
+def make_client(cfg: ClientConfig):
+    """The client cfg.core asks for: "python" InaClient, "c" InaCoreClient (CompileError
+    if it cannot be built), "auto" the C one when it builds, else InaClient after one
+    warning saying why."""
+    global _warned
+    if cfg.core == "python":
+        return InaClient(cfg)
+    if cfg.core == "c":
+        return InaCoreClient(cfg)
+    try:
+        library()
+    except CompileError as e:
+        if not _warned:
+            _warned = True
+            warnings.warn(f"INA client core in C unavailable, using the Python one: {e}",
+                          RuntimeWarning, stacklevel=2)
+        return InaClient(cfg)
+    return InaCoreClient(cfg)
+
+
+class _RttView:
+    """client.rtt of InaClient (an RttEstimator), over the C state."""
+    def __init__(self, owner: "InaCoreClient"):
+        self._o = owner
+
+    srtt = property(lambda self: self._o._v.srtt if self._o._v.has_srtt else None)
+    rttvar = property(lambda self: self._o._v.rttvar if self._o._v.has_srtt else None)
+    min_rtt = property(lambda self: self._o._v.min_rtt if self._o._v.has_min_rtt else None)
+    rto = property(lambda self: self._o._lib.ina_rto(self._o._core))
+
+    @property
+    def granularity(self) -> float:
+        return self._o._v.granularity
+
+    @granularity.setter
+    def granularity(self, value: float) -> None:
+        self._o._v.granularity = float(value)
+
+
+class _CcView:
+    def __init__(self, owner: "InaCoreClient"):
+        self._o = owner
+
+    cwnd = property(lambda self: self._o._v.cwnd)
+    ssthresh = property(lambda self: self._o._v.ssthresh)
+
+
+class _PacerView:
+    def __init__(self, owner: "InaCoreClient"):
+        self._o = owner
+
+    rate = property(lambda self: self._o._v.rate if self._o._v.has_rate else None)
+
+
+class InaCoreClient:
+    """InaClient's interface (batch and per-packet calls, done, result, stats, ...) over
+    the state machine in C."""
+
+    def __init__(self, cfg: ClientConfig):
+        lib = library()
+        # the Python objects validate the options as InaClient's do and give the constants
+        rtt = RttEstimator(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+        w = cfg.window
+        cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
+                  ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
+                  law=cfg.congestion_law, time_dilation=cfg.time_dilation,
+                  c=cubic_c(wire.frame_bytes(cfg.k)))
+        pacer = pacing.Pacer(enabled=cfg.pacing)
+        self._payload_len = agg_batch.payload_len(cfg.k)
+        c = _Config(job=cfg.job, window=w, k=cfg.k, max_retransmissions=cfg.max_retransmissions,
+                    cc_enabled=cfg.congestion_control, cubic=cc.law == "cubic", rack=cfg.rack,
+                    pacing=cfg.pacing, backlog=cfg.loss_response == "backlog",
+                    initial_cwnd=cfg.initial_cwnd, quantum=pacer.quantum,
+                    burst_quanta=pacing.BURST_QUANTA, min_samples=pacing.MIN_SAMPLES,
+                    payload_len=self._payload_len, initial_rto=rtt.initial_rto,
+                    min_rto=rtt.min_rto, max_rto=rtt.max_rto, granularity=rtt.granularity,
+                    beta=cc.beta, cubic_c=cc.c, time_dilation=cc.time_dilation,
+                    veno_beta=veno_threshold(wire.frame_bytes(cfg.k)), gain=pacer.gain,
+                    interval_rtts=pacing.INTERVAL_RTTS)
+        core = lib.ina_new(ctypes.byref(c))
+        if not core:
+            raise MemoryError("ina_new")
+        self._lib, self._core = lib, core
+        self._v = _View.from_address(core)
+        self.cfg = cfg
+        self.next_seq = 0
+        self.rtt, self.cc, self.pacer = _RttView(self), _CcView(self), _PacerView(self)
+        self._arrays = None             # the tensor's packets, sums, outbox, exponents, length
+        nothing = np.empty((0, self._payload_len), dtype=np.uint8)
+        nothing.flags.writeable = False
+        self._nothing = SendBatch(cfg.agg_ip, nothing)
+        # buffers for a batch's lengths and arrival times, grown on demand
+        self._lengths = np.empty(64, np.int64)
+        self._arrivals = np.empty(64, np.float64)
+
+    def __del__(self):
+        core, self._core = getattr(self, "_core", None), None
+        if core:
+            self._lib.ina_free(core)
+
+    # ------------------------------------------------------------- inputs
+    def start(self, values: np.ndarray, now: float, exponent=0, overflow: bool = False):
+        return self.start_batch(values, now, exponent, overflow).sends()
+
+    def start_batch(self, values: np.ndarray, now: float, exponent=0,
+                    overflow: bool = False) -> SendBatch:
+        """As InaClient.start_batch."""
+        if self._arrays is not None and not self.done:
+            raise RuntimeError("previous tensor is still being aggregated; wait for done")
+        cfg = self.cfg
+        flat = np.asarray(values).reshape(-1)
+        if flat.dtype != np.int32:
+            raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
+        n = num_chunks(flat.size, cfg.k)
+        padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
+        padded[:flat.size] = flat
+        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
+        flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
+        packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
+                                        cfg.fan_in, exps, padded.reshape(n, cfg.k))
+        packets = packets.view(np.uint8).reshape(n, self._payload_len)
+        sums = np.zeros((n, cfg.k), dtype=np.int32)
+        out = np.empty((max(n, 1), self._payload_len), dtype=np.uint8)
+        self._arrays = (packets, sums, out, exps, flat.size)
+        base, self.next_seq = self.next_seq, self.next_seq + n
+        m = self._lib.ina_start(self._core, n, base, packets.ctypes.data, sums.ctypes.data,
+                                out.ctypes.data, now)
+        return self._sends(m)
+
+    def on_packet(self, payload: bytes, now: float, arrival: float | None = None):
+        """As InaClient.on_packet (through the batch call: the same decisions)."""
+        rows, lengths = agg_batch.rows_of([payload], self._payload_len)
+        return self.on_packets(rows, lengths, now, None if arrival is None else [arrival]).sends()
+
+    def on_packets(self, rows: np.ndarray, lengths, now: float, arrivals=None) -> SendBatch:
+        """As InaClient.on_packets (None among arrivals: read at `now`)."""
+        m = len(lengths)
+        if m > len(self._lengths):
+            self._lengths = np.empty(2 * m, np.int64)
+            self._arrivals = np.empty(2 * m, np.float64)
+        self._lengths[:m] = lengths
+        arr = None
+        if arrivals is not None:
+            self._arrivals[:m] = [math.nan if a is None else a for a in arrivals]
+            arr = self._arrivals.ctypes.data
+        if not rows.flags.c_contiguous or rows.shape[1] < self._payload_len:
+            rows = _widened(rows, self._payload_len)
+        r = self._lib.ina_on_packets(self._core, rows.ctypes.data, rows.strides[0],
+                                     self._lengths.ctypes.data, m, now, arr)
+        return self._sends(r)
+
+    def on_timer(self, now: float):
+        return self.on_timer_batch(now).sends()
+
+    def on_timer_batch(self, now: float) -> SendBatch:
+        return self._sends(self._lib.ina_on_timer(self._core, now))
+
+    def _sends(self, m: int) -> SendBatch:
+        if m > 0:
+            return SendBatch(self.cfg.agg_ip, self._arrays[2][:m].copy())
+        if m == 0:
+            return self._nothing
+        v = self._v
+        if m == _ERR_FAILED:
+            j = v.err_chunk
+            raise AggregationFailed(
+                f"job {self.cfg.job}: chunk at offset {j * self.cfg.k} got no result after "
+                f"{v.err_retries} retransmissions to {self.cfg.agg_ip}; check that the switches "
+                "are programmed for this job (control/agg_entries.py) and routes reach it")
+        if m == _ERR_NEGATIVE_RTT:
+            raise ValueError(f"negative RTT sample {v.err_rtt}: timestamps must come from one "
+                             "monotonic clock")
+        raise MemoryError("ina_core: out of memory")
+
+    # ------------------------------------------------------------ outputs
+    def next_deadline(self) -> float | None:
+        d = self._lib.ina_next_deadline(self._core)
+        return None if d != d else d
+
+    @property
+    def done(self) -> bool:
+        v = self._v
+        return bool(v.has_it) and v.n_results == v.n
+
+    @property
+    def overflow(self) -> bool:
+        return bool(self._v.has_it and self._v.overflow)
+
+    @property
+    def stats(self) -> ClientStats:
+        """The counters now (a new ClientStats each time: read it when needed)."""
+        v = self._v
+        return ClientStats(*(getattr(v, f) for f in _STATS))
+
+    def result(self) -> np.ndarray:
+        if not self.done:
+            raise RuntimeError("aggregation not finished: keep feeding packets and timers")
+        _, sums, _, _, length = self._arrays
+        return sums.reshape(-1)[:length].copy()
+
+    def result_exponents(self) -> np.ndarray:
+        return self._arrays[3].copy()
+
+
+def _widened(rows: np.ndarray, width: int) -> np.ndarray:
+    """rows as a C-contiguous array at least `width` wide (zero padded): C reads whole rows."""
+    out = np.zeros((len(rows), max(width, rows.shape[1])), dtype=np.uint8)
+    out[:, :rows.shape[1]] = rows
+    return out
