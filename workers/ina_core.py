@@ -46,9 +46,21 @@ class _Config(ctypes.Structure):
             "time_dilation", "veno_beta", "gain", "interval_rtts")]
 
 
+class CoreStats(ctypes.Structure):
+    """ClientStats' counters where the C core counts them (the head of struct ina_view):
+    the same attribute names, read and written in place, so they are always current."""
+    _fields_ = [(f, ctypes.c_int64) for f in _STATS]
+
+    def snapshot(self) -> ClientStats:
+        return ClientStats(*(getattr(self, f) for f in _STATS))
+
+    def __repr__(self) -> str:
+        return repr(self.snapshot())
+
+
 class _View(ctypes.Structure):
     """struct ina_view of ina_core.c, field for field: the counters and estimators."""
-    _fields_ = [(f, ctypes.c_int64) for f in _STATS + (
+    _fields_ = [("stats", CoreStats)] + [(f, ctypes.c_int64) for f in (
         "has_it", "n", "n_results", "overflow", "has_srtt", "has_min_rtt", "has_rate",
         "err_chunk", "err_retries")] + \
         [(f, ctypes.c_double) for f in (
@@ -170,6 +182,7 @@ class InaCoreClient:
             raise MemoryError("ina_new")
         self._lib, self._core = lib, core
         self._v = _View.from_address(core)
+        self.stats = self._v.stats      # shares the core's memory: current after every call
         self.cfg = cfg
         self.next_seq = 0
         self.rtt, self.cc, self.pacer = _RttView(self), _CcView(self), _PacerView(self)
@@ -273,12 +286,6 @@ class InaCoreClient:
     @property
     def overflow(self) -> bool:
         return bool(self._v.has_it and self._v.overflow)
-
-    @property
-    def stats(self) -> ClientStats:
-        """The counters now (a new ClientStats each time: read it when needed)."""
-        v = self._v
-        return ClientStats(*(getattr(v, f) for f in _STATS))
 
     def result(self) -> np.ndarray:
         if not self.done:
