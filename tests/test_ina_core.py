@@ -14,31 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from tests.ina_results import malformed, result_for
 from workers import agg_batch
 from workers import agg_packet as ap
 from workers.ina_client import AggregationFailed, ClientConfig, InaClient
 from workers.ina_core import InaCoreClient, make_client
-
-
-def _result(payload: bytes, total: np.ndarray, k: int) -> bytes:
-    """The switch's RESULT for a contribution: the job's sum of that chunk."""
-    f = ap.decode(payload)
-    return ap.encode(f.job, ap.RESULT | (f.flags & ap.OVERFLOW), f.slot, f.gen, f.offset, 0,
-                     f.fan_in, f.exponent, total[f.offset // k])
-
-
-def _malformed(rng, payload: bytes) -> bytes:
-    f = ap.decode(payload)
-    kind = rng.integers(5)
-    if kind == 0:
-        return payload[:10]                                          # truncated header
-    if kind == 1:
-        return payload[:-4]                                          # a value short
-    if kind == 2:
-        return ap.encode(f.job + 1, ap.RESULT, f.slot, f.gen, f.offset, 0, f.fan_in, 0, f.values)
-    if kind == 3:
-        return ap.encode(f.job, ap.RESULT, f.slot, f.gen, f.offset + 1, 0, f.fan_in, 0, f.values)
-    return ap.encode(f.job, ap.RESULT, f.slot, f.gen + 7, f.offset, 0, f.fan_in, 0, f.values)
 
 
 def _outcome(call):
@@ -93,10 +73,10 @@ def drive(cfg, seed, tensors=3, loss=0.03, dup=0.03, bad=0.02, mbps=None, queue_
                     link_free = at = start + frame_s
                 for _ in range(2 if rng.random() < dup else 1):
                     due = at + 0.01 + float(rng.uniform(0, 0.01))
-                    heapq.heappush(net, (np.ceil(due / tick) * tick, tie, _result(p, total, k)))
+                    heapq.heappush(net, (np.ceil(due / tick) * tick, tie, result_for(p, total, k)))
                     tie += 1
                 if rng.random() < bad:
-                    heapq.heappush(net, (np.ceil((t + 0.01) / tick) * tick, tie, _malformed(rng, p)))
+                    heapq.heappush(net, (np.ceil((t + 0.01) / tick) * tick, tie, malformed(rng, p)))
                     tie += 1
 
         a = _outcome(lambda: py.start_batch(parts[1], t, exponent=-2, overflow=it == 1))
@@ -114,7 +94,9 @@ def drive(cfg, seed, tensors=3, loss=0.03, dup=0.03, bad=0.02, mbps=None, queue_
                 batch = []
                 while net and net[0][0] == t:
                     batch.append(heapq.heappop(net)[2])
-                arrivals = [t - float(rng.uniform(0, tick)) for _ in batch]
+                # kernel receive stamps, now and then none (the client then takes `now`)
+                arrivals = [None if rng.random() < 0.05 else t - float(rng.uniform(0, tick))
+                            for _ in batch]
                 rows, lengths = agg_batch.rows_of(batch, agg_batch.payload_len(k) + 8)
                 a = _outcome(lambda: py.on_packets(rows, lengths, t, arrivals))
                 b = _outcome(lambda: c.on_packets(rows, lengths, t, arrivals))
@@ -192,7 +174,7 @@ def test_per_packet_calls_match_too():
         t += 0.01
         sent, a = a, []
         for s in sent:
-            res = _result(s.payload, total, 32)
+            res = result_for(s.payload, total, 32)
             got = py.on_packet(res, t, t - 0.001)
             assert got == c.on_packet(res, t, t - 0.001)
             a += got
@@ -205,7 +187,7 @@ def test_the_communicators_knobs_reach_the_c_state():
     c = InaCoreClient(config(window=4))
     assert c.rtt.srtt is None and c.rtt.rto == 0.05 and c.pacer.rate is None and c.cc.cwnd == 4.0
     (s,) = c.start(np.ones(32, np.int32), 1.0)[:1]
-    c.on_packet(_result(s.payload, np.full((1, 32), 3, np.int32), 32), 1.02)
+    c.on_packet(result_for(s.payload, np.full((1, 32), 3, np.int32), 32), 1.02)
     c.rtt.granularity = 0.5
     assert c.rtt.srtt == pytest.approx(0.02) and c.rtt.rto == pytest.approx(0.52)
 

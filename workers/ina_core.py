@@ -16,7 +16,6 @@ rtt.granularity is also written).
 from __future__ import annotations
 
 import ctypes
-import math
 import warnings
 from pathlib import Path
 
@@ -242,7 +241,7 @@ class InaCoreClient:
         self._lengths[:m] = lengths
         arr = None
         if arrivals is not None:
-            self._arrivals[:m] = [math.nan if a is None else a for a in arrivals]
+            self._arrivals[:m] = arrivals   # numpy makes a None NaN, which C reads as `now`
             arr = self._arrivals.ctypes.data
         if not rows.flags.c_contiguous or rows.shape[1] < self._payload_len:
             rows = _widened(rows, self._payload_len)
