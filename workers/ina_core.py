@@ -81,7 +81,7 @@ def library() -> ctypes.CDLL:
         else:
             p, i64, dbl = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
             for name, res, args in [
-                    ("ina_new", p, [ctypes.POINTER(_Config)]), ("ina_free", None, [p]),
+                    ("ina_new", p, [ctypes.POINTER(_Config), ctypes.POINTER(_View)]), ("ina_free", None, [p]),
                     ("ina_start", i64, [p, i64, i64, p, p, p, dbl]),
                     ("ina_on_packets", i64, [p, p, i64, p, i64, dbl, p]),
                     ("ina_on_timer", i64, [p, dbl]), ("ina_next_deadline", dbl, [p]),
@@ -176,12 +176,12 @@ class InaCoreClient:
                     beta=cc.beta, cubic_c=cc.c, time_dilation=cc.time_dilation,
                     veno_beta=veno_threshold(wire.frame_bytes(cfg.k)), gain=pacer.gain,
                     interval_rtts=pacing.INTERVAL_RTTS)
-        core = lib.ina_new(ctypes.byref(c))
+        self._v = _View()
+        core = lib.ina_new(ctypes.byref(c), ctypes.byref(self._v))
         if not core:
             raise MemoryError("ina_new")
         self._lib, self._core = lib, core
-        self._v = _View.from_address(core)
-        self.stats = self._v.stats      # shares the core's memory: current after every call
+        self.stats = self._v.stats      # the counters C updates: current after every call
         self.cfg = cfg
         self.next_seq = 0
         self.rtt, self.cc, self.pacer = _RttView(self), _CcView(self), _PacerView(self)

@@ -28,7 +28,8 @@ struct ina_config {
     double veno_beta, gain, interval_rtts;
 };
 
-/* What Python reads (and rtt.granularity, which it writes): workers/ina_core.py's _View. */
+/* What Python reads (and rtt.granularity, which it writes): workers/ina_core.py's _View,
+   allocated by Python and zeroed, handed to ina_new. */
 struct ina_view {
     /* ClientStats, in its field order */
     int64_t sent, retransmissions, results, duplicate_results, bad_packets, bytes_sent;
@@ -41,7 +42,7 @@ struct ina_view {
 struct timer { double at; int64_t j; };
 
 struct ina_core {
-    struct ina_view v;              /* first: Python maps it at the core's address */
+    struct ina_view *v;             /* Python's memory (it outlives the core: stats stay readable) */
     struct ina_config cfg;
     /* Aimd (workers/congestion.py); cwnd and ssthresh are in v */
     double max_cwnd, recover_at, w_max, epoch;
@@ -85,7 +86,7 @@ static double py_cube(double x) { return x < 0 ? -pow(-x, 3.0) : pow(x, 3.0); }
 /* ------------------------------------------------------------ RttEstimator */
 /* RttEstimator.sample */
 static int rtt_sample(struct ina_core *c, double rtt) {
-    struct ina_view *v = &c->v;
+    struct ina_view *v = c->v;
     if (rtt < 0) {
         v->err_rtt = rtt;
         return ERR_NEGATIVE_RTT;
@@ -107,7 +108,7 @@ static int rtt_sample(struct ina_core *c, double rtt) {
 
 /* RttEstimator.rto */
 double ina_rto(const struct ina_core *c) {
-    const struct ina_view *v = &c->v;
+    const struct ina_view *v = c->v;
     double base = v->has_srtt ? v->srtt + py_max(v->granularity, 4 * v->rttvar) : c->cfg.initial_rto;
     return py_min(c->cfg.max_rto, py_max(c->cfg.min_rto, base));
 }
@@ -120,7 +121,7 @@ static double rtt_backed_off(const struct ina_core *c, int64_t n) {
 /* ------------------------------------------------------------ Aimd */
 /* Aimd.allowed */
 static int64_t cc_allowed(const struct ina_core *c) {
-    return c->cfg.cc_enabled ? (int64_t)c->v.cwnd : (int64_t)c->max_cwnd;
+    return c->cfg.cc_enabled ? (int64_t)c->v->cwnd : (int64_t)c->max_cwnd;
 }
 
 /* Aimd.cubic_target */
@@ -132,7 +133,7 @@ static double cc_cubic_target(const struct ina_core *c, double now) {
 
 /* Aimd.on_result */
 static void cc_on_result(struct ina_core *c, double now) {
-    struct ina_view *v = &c->v;
+    struct ina_view *v = c->v;
     if (!c->cfg.cc_enabled)
         return;
     double step = v->cwnd < v->ssthresh ? 1.0 : 1.0 / v->cwnd;
@@ -143,7 +144,7 @@ static void cc_on_result(struct ina_core *c, double now) {
 
 /* Aimd.on_loss */
 static int cc_on_loss(struct ina_core *c, double sent_at, double now) {
-    struct ina_view *v = &c->v;
+    struct ina_view *v = c->v;
     if (!c->cfg.cc_enabled || sent_at < c->recover_at)
         return 0;
     c->has_before = 1;
@@ -166,7 +167,7 @@ static int cc_on_loss(struct ina_core *c, double sent_at, double now) {
 
 /* Aimd.undo */
 static void cc_undo(struct ina_core *c) {
-    struct ina_view *v = &c->v;
+    struct ina_view *v = c->v;
     if (!c->has_before)
         return;
     v->cwnd = py_max(v->cwnd, c->before_cwnd);
@@ -179,7 +180,7 @@ static void cc_undo(struct ina_core *c) {
 
 /* congestion.queue_backlog; +inf when there is no sample */
 static double queue_backlog(const struct ina_core *c) {
-    const struct ina_view *v = &c->v;
+    const struct ina_view *v = c->v;
     if (!v->has_srtt || v->srtt == 0 || !v->has_min_rtt)
         return INFINITY;
     return v->cwnd * py_max(0.0, v->srtt - v->min_rtt) / v->srtt;
@@ -193,8 +194,8 @@ static void pacer_start(struct ina_core *c, double now) {
     if (c->best == 0 && len >= c->cfg.min_samples && a[c->a_tail - 1] > a[c->a_head])
         c->best = (double)(len - 1) / (a[c->a_tail - 1] - a[c->a_head]);
     if (c->cfg.pacing && c->best > 0) {
-        c->v.rate = c->cfg.gain * c->best;
-        c->v.has_rate = 1;
+        c->v->rate = c->cfg.gain * c->best;
+        c->v->has_rate = 1;
     }
     c->best = 0.0;
     c->a_head = c->a_tail = 0;
@@ -204,9 +205,9 @@ static void pacer_start(struct ina_core *c, double now) {
 
 /* Pacer.on_result */
 static void pacer_on_result(struct ina_core *c, double arrival) {
-    if (!c->v.has_srtt || c->v.srtt == 0)
+    if (!c->v->has_srtt || c->v->srtt == 0)
         return;
-    double span = c->cfg.interval_rtts * c->v.srtt;
+    double span = c->cfg.interval_rtts * c->v->srtt;
     double *a = c->arrivals;
     a[c->a_tail++] = arrival;
     while (c->a_tail - c->a_head > c->cfg.min_samples && arrival - a[c->a_head + 1] >= span)
@@ -221,14 +222,14 @@ static void pacer_on_result(struct ina_core *c, double arrival) {
 static void pacer_refill(struct ina_core *c, double now) {
     if (now > c->t) {
         double cap = (double)(c->cfg.quantum * c->cfg.burst_quanta);
-        c->tokens = py_min(cap, c->tokens + (now - c->t) * c->v.rate);
+        c->tokens = py_min(cap, c->tokens + (now - c->t) * c->v->rate);
         c->t = now;
     }
 }
 
 /* Pacer.may_send */
 static int pacer_may_send(struct ina_core *c, double now) {
-    if (!c->v.has_rate)
+    if (!c->v->has_rate)
         return 1;
     pacer_refill(c, now);
     return c->tokens >= 1.0 - 1e-9;
@@ -236,7 +237,7 @@ static int pacer_may_send(struct ina_core *c, double now) {
 
 /* Pacer.sent */
 static void pacer_sent(struct ina_core *c, double now) {
-    if (c->v.has_rate) {
+    if (c->v->has_rate) {
         pacer_refill(c, now);
         c->tokens -= 1.0;
     }
@@ -244,10 +245,10 @@ static void pacer_sent(struct ina_core *c, double now) {
 
 /* Pacer.next_send_time */
 static double pacer_next_send_time(struct ina_core *c, double now) {
-    if (!c->v.has_rate)
+    if (!c->v->has_rate)
         return now;
     pacer_refill(c, now);
-    return now + py_max(0.0, (double)c->cfg.quantum - c->tokens) / c->v.rate;
+    return now + py_max(0.0, (double)c->cfg.quantum - c->tokens) / c->v->rate;
 }
 
 /* ------------------------------------------------------------ heaps and the send-order list */
@@ -357,7 +358,7 @@ static int transmit(struct ina_core *c, int64_t j, double now, int retx, double 
     c->in_flight++;
     unlist(c, j);
     enlist(c, j);
-    if (c->v.has_rate)
+    if (c->v->has_rate)
         pacer_sent(c, now);
     c->timeout[j] = timeout;
     c->deadline[j] = now + timeout;
@@ -372,14 +373,14 @@ static int new_chunk_ready(const struct ina_core *c, int64_t nxt) {
 /* InaClient._send_ready */
 static int send_ready(struct ina_core *c, double now) {
     int64_t allowed = cc_allowed(c);
-    int paced = (int)c->v.has_rate;
+    int paced = (int)c->v->has_rate;
     double rto = ina_rto(c);
     while (c->n_lost && c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
         int64_t j = lost_pop(c);
         if (c->answered[j])
             continue;               /* a late result answered it meanwhile */
         c->retries[j]++;
-        c->v.retransmissions++;
+        c->v->retransmissions++;
         if (c->event[j] == c->event_id) {
             c->event_resent = 1;
             c->has_before = 0;      /* cc.before_cut = None */
@@ -418,11 +419,11 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
     unlist(c, j);
     lost_push(c, j);
     if (c->cfg.backlog && queue_backlog(c) < c->cfg.veno_beta) {
-        c->v.random_losses++;       /* no queue behind it: re-sent, the window kept */
+        c->v->random_losses++;       /* no queue behind it: re-sent, the window kept */
         return;
     }
     if (cc_on_loss(c, c->last_tx[j], now)) {
-        c->v.cwnd_decreases++;
+        c->v->cwnd_decreases++;
         c->event_id++;              /* it.event = set() */
         c->event_size = 0;
         c->event_resent = 0;
@@ -438,7 +439,7 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
    the scan counts them and the declarations take the list's head that many times. */
 static void rack_detect(struct ina_core *c, double now) {
     c->has_rack_at = 0;
-    double wait = c->rack_rtt + (c->v.has_srtt ? c->v.srtt : 0.0) / 4;
+    double wait = c->rack_rtt + (c->v->has_srtt ? c->v->srtt : 0.0) / 4;
     int64_t count = 0;
     for (int64_t j = c->head; j >= 0; j = c->next[j]) {
         double t = c->last_tx[j];
@@ -460,7 +461,7 @@ static void rack_detect(struct ina_core *c, double now) {
 /* InaClient._on_result: 1 accepted, 0 not, < 0 an error */
 static int on_result(struct ina_core *c, int64_t j, int offset_ok, int overflow, double now,
                      double arrival) {
-    struct ina_view *v = &c->v;
+    struct ina_view *v = c->v;
     if (!v->has_it || j < 0 || j >= c->n || c->answered[j] || isnan(c->sent_at[j])) {
         v->duplicate_results++;
         return 0;
@@ -507,8 +508,8 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int overflow,
 
 /* InaClient._flush's counting: the rows are already in the outbox */
 static int64_t flush(struct ina_core *c) {
-    c->v.sent += c->n_out;
-    c->v.bytes_sent += c->n_out * c->cfg.payload_len;
+    c->v->sent += c->n_out;
+    c->v->bytes_sent += c->n_out * c->cfg.payload_len;
     return c->n_out;
 }
 
@@ -521,15 +522,15 @@ static uint32_t be32(const uint8_t *p) {
 int64_t ina_on_packets(struct ina_core *c, const uint8_t *rows, int64_t stride,
                        const int64_t *lengths, int64_t m, double now, const double *arrivals) {
     const struct ina_config *cfg = &c->cfg;
-    int64_t k = cfg->k, w = cfg->window, base = c->v.has_it ? c->base_seq : 0;
+    int64_t k = cfg->k, w = cfg->window, base = c->v->has_it ? c->base_seq : 0;
     c->n_out = 0;
     for (int64_t i = 0; i < m; i++)
-        c->v.bytes_received += lengths[i];
+        c->v->bytes_received += lengths[i];
     for (int64_t i = 0; i < m; i++) {
         const uint8_t *row = rows + i * stride;
         /* well-formed as agg_packet.decode and on_packet's checks: whole, our k, our job */
         if (lengths[i] < cfg->payload_len || row[15] != k || row[0] != cfg->job || !(row[1] & F_RESULT)) {
-            c->v.bad_packets++;
+            c->v->bad_packets++;
             continue;
         }
         int64_t slot = ((int64_t)row[2] << 8 | row[3]) & 0x7FFF;
@@ -550,7 +551,7 @@ int64_t ina_on_packets(struct ina_core *c, const uint8_t *rows, int64_t stride,
 /* InaClient.on_timer_batch: rows in the outbox, or ERR_FAILED (err_chunk, err_retries set:
    Python raises AggregationFailed) */
 int64_t ina_on_timer(struct ina_core *c, double now) {
-    int has_it = (int)c->v.has_it;
+    int has_it = (int)c->v->has_it;
     c->n_out = 0;
     if (c->cfg.rack && has_it)
         rack_detect(c, now);
@@ -568,8 +569,8 @@ int64_t ina_on_timer(struct ina_core *c, double now) {
             continue;
         }
         if (c->retries[j] >= c->cfg.max_retransmissions) {
-            c->v.err_chunk = j;
-            c->v.err_retries = c->retries[j];
+            c->v->err_chunk = j;
+            c->v->err_retries = c->retries[j];
             return ERR_FAILED;
         }
         declare_lost(c, j, now);
@@ -584,7 +585,7 @@ int64_t ina_on_timer(struct ina_core *c, double now) {
 
 /* InaClient.next_deadline; NaN for None */
 double ina_next_deadline(struct ina_core *c) {
-    int has_it = (int)c->v.has_it;
+    int has_it = (int)c->v->has_it;
     while (c->n_timers) {
         struct timer top = c->timers[0];
         if (has_it && !c->answered[top.j] && c->deadline[top.j] == top.at)
@@ -592,7 +593,7 @@ double ina_next_deadline(struct ina_core *c) {
         timer_pop(c);
     }
     double best = c->n_timers ? c->timers[0].at : NAN;
-    int done = has_it && c->v.n_results == c->n;
+    int done = has_it && c->v->n_results == c->n;
     if (c->has_pace_at && !done && (isnan(best) || c->pace_at < best))
         best = c->pace_at;
     if (c->has_rack_at && !done && (isnan(best) || c->rack_at < best))
@@ -631,15 +632,15 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
         || !c->prev || !c->next || !c->listed || !c->lost || !c->event || !arrivals) {
         free(arrivals);
         free_iteration(c);
-        c->v.has_it = 0;
+        c->v->has_it = 0;
         return ERR_MEMORY;
     }
     for (int64_t j = 0; j < n; j++)
         c->sent_at[j] = c->last_tx[j] = c->deadline[j] = NAN;
-    c->v.has_it = 1;
-    c->v.n = c->n = n;
-    c->v.n_results = 0;
-    c->v.overflow = 0;
+    c->v->has_it = 1;
+    c->v->n = c->n = n;
+    c->v->n_results = 0;
+    c->v->overflow = 0;
     c->base_seq = base_seq;
     c->packets = packets;
     c->sums = sums;
@@ -664,15 +665,16 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
 }
 
 /* InaClient.__init__ */
-struct ina_core *ina_new(const struct ina_config *cfg) {
+struct ina_core *ina_new(const struct ina_config *cfg, struct ina_view *view) {
     struct ina_core *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->cfg = *cfg;
-    c->v.granularity = cfg->granularity;
+    c->v = view;
+    c->v->granularity = cfg->granularity;
     double w = (double)cfg->window;
-    c->v.cwnd = cfg->cc_enabled ? (double)(cfg->window < cfg->initial_cwnd ? cfg->window : cfg->initial_cwnd) : w;
-    c->v.ssthresh = c->max_cwnd = w;
+    c->v->cwnd = cfg->cc_enabled ? (double)(cfg->window < cfg->initial_cwnd ? cfg->window : cfg->initial_cwnd) : w;
+    c->v->ssthresh = c->max_cwnd = w;
     c->recover_at = -INFINITY;
     c->rack_sent = -INFINITY;
     c->progress = -INFINITY;
