@@ -210,3 +210,35 @@ def test_make_client_follows_the_core_option():
     assert type(make_client(config())) is InaCoreClient         # auto: gcc is there
     with pytest.raises(ValueError, match="core must be"):
         config(core="rust")
+
+
+def test_without_gcc_auto_falls_back_to_python_with_one_warning(monkeypatch, tmp_path):
+    from workers import ina_core
+    from workers.native import build
+    monkeypatch.setenv("GDML_CACHE_DIR", str(tmp_path))        # no cached build to find
+    monkeypatch.setattr(build, "CC", "no-such-gcc")
+    for name, value in [("_lib", None), ("_lib_error", None), ("_warned", False)]:
+        monkeypatch.setattr(ina_core, name, value)
+    with pytest.warns(RuntimeWarning, match="using the Python one: cannot run no-such-gcc") as seen:
+        assert type(make_client(config())) is InaClient
+        assert type(make_client(config())) is InaClient
+    assert len(seen) == 1
+    with pytest.raises(build.CompileError, match="no-such-gcc"):
+        make_client(config(core="c"))
+
+
+def test_the_build_is_cached_by_source_and_command(monkeypatch, tmp_path):
+    from workers.native import build
+    monkeypatch.setenv("GDML_CACHE_DIR", str(tmp_path))
+    src = tmp_path / "twice.c"
+    src.write_text("int twice(int x) { return 2 * x; }\n")
+    assert build.shared_library(src).twice(21) == 42
+    assert len(list(tmp_path.glob("twice-*.so"))) == 1
+    build.shared_library(src)                                   # found, not rebuilt
+    src.write_text("int twice(int x) { return x + x; }\n")
+    build.shared_library(src)
+    assert len(list(tmp_path.glob("twice-*.so"))) == 2
+    src.write_text("int twice(int x) { return x +; }\n")
+    with pytest.raises(build.CompileError, match="gcc failed on twice.c"):
+        build.shared_library(src)
+    assert not list(tmp_path.glob("tmp*"))                      # no half-written object left
