@@ -181,6 +181,8 @@ def test_per_packet_calls_match_too():
     assert c.done and vars(py.stats) == vars(c.stats.snapshot())
     np.testing.assert_array_equal(c.result(), x * 3)
     assert c.on_packet(b"\x01", t) == [] and c.stats.bad_packets == 1
+    empty = np.zeros((0, 2048), np.uint8)
+    assert len(c.on_packets(empty, [], t, [])) == len(py.on_packets(empty, [], t, [])) == 0
 
 
 def test_the_communicators_knobs_reach_the_c_state():

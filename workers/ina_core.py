@@ -303,10 +303,10 @@ class InaCoreClient:
 
 def _address(a: np.ndarray) -> int:
     """The address of an array's data: through ctypes' buffer protocol (~0.3 us) where the
-    array is writable (the UDP receiver's rows), else numpy's .ctypes (~1 us)."""
+    array is writable and not empty (the UDP receiver's rows), else numpy's .ctypes (~1 us)."""
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except TypeError:
+    except (TypeError, ValueError):
         return a.ctypes.data
 
 
