@@ -244,3 +244,31 @@ def test_the_build_is_cached_by_source_and_command(monkeypatch, tmp_path):
     with pytest.raises(build.CompileError, match="gcc failed on twice.c"):
         build.shared_library(src)
     assert not list(tmp_path.glob("tmp*"))                      # no half-written object left
+
+
+@pytest.mark.parametrize("opts", [{}, {"congestion_law": "reno", "loss_response": "backlog"}])
+def test_whole_simulated_network_runs_the_same_with_either_core(opts):
+    """Two jobs on geo trees of in-process model switches (tests/agg_sim.py), loss,
+    duplicates and reordering on every link, bottleneck queues: every worker's
+    client in C gives the run the reference's, counter for counter."""
+    from control.agg_tree import build_tree
+    from tests.agg_sim import Faults, build_sim, expected_sums, random_tensors
+    from tests.agg_switches import factory
+    from tests.agg_topo import graph
+    g = graph(3, 1, 2, delays={(1, 2): 20, (1, 3): 35, (2, 3): 25})
+    trees = [build_tree(g, job=1, scheme="geo-ina", window=8),
+             build_tree(g, job=2, scheme="geo-ina", root=3, window=4)]
+    faults = Faults(0.05, 0.05, 10.0, 11, rate_pps=300, queue_pkts=4, queue_kinds=("access", "wan"))
+    runs = {}
+    for core in ("python", "c"):
+        sim = build_sim(g, factory("model"), trees, faults, initial_rto=0.2, min_rto=0.05,
+                        core=core, **opts)
+        for it in range(3):
+            tensors = random_tensors(trees, 700, it)
+            sim.start(tensors)
+            for (job, _), got in sim.run(until=sim.now + 600).items():
+                np.testing.assert_array_equal(got.astype(np.int64), expected_sums(trees, tensors)[job])
+        runs[core] = (sim.now, vars(sim.stats),
+                      {key: (str(c.stats), c.cc.cwnd, c.rtt.srtt) for key, c in sim.clients.items()})
+    assert runs["c"] == runs["python"]
+    assert runs["python"][1]["lost"] > 0 and runs["python"][1]["queue_drops"] > 0
