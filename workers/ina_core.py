@@ -61,7 +61,7 @@ class _View(ctypes.Structure):
     """struct ina_view of ina_core.c, field for field: the counters and estimators."""
     _fields_ = [("stats", CoreStats)] + [(f, ctypes.c_int64) for f in (
         "has_it", "n", "n_results", "overflow", "has_srtt", "has_min_rtt", "has_rate",
-        "err_chunk", "err_retries")] + \
+        "err_chunk", "err_retries", "outbox", "outbox_rows")] + \
         [(f, ctypes.c_double) for f in (
             "srtt", "rttvar", "min_rtt", "granularity", "cwnd", "ssthresh", "rate", "err_rtt")]
 
@@ -82,7 +82,7 @@ def library() -> ctypes.CDLL:
             p, i64, dbl = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
             for name, res, args in [
                     ("ina_new", p, [ctypes.POINTER(_Config), ctypes.POINTER(_View)]), ("ina_free", None, [p]),
-                    ("ina_start", i64, [p, i64, i64, p, p, p, dbl]),
+                    ("ina_start", i64, [p, i64, i64, p, p, dbl]),
                     ("ina_on_packets", i64, [p, p, i64, p, i64, dbl, p]),
                     ("ina_on_timer", i64, [p, dbl]), ("ina_next_deadline", dbl, [p]),
                     ("ina_rto", dbl, [p])]:
@@ -185,7 +185,8 @@ class InaCoreClient:
         self.cfg = cfg
         self.next_seq = 0
         self.rtt, self.cc, self.pacer = _RttView(self), _CcView(self), _PacerView(self)
-        self._arrays = None             # the tensor's packets, sums, outbox, exponents, length
+        self._arrays = None             # the tensor's packets, sums, exponents, length
+        self._outbox, self._outbox_at = None, 0     # a view of C's outbox (rows to send)
         nothing = np.empty((0, self._payload_len), dtype=np.uint8)
         nothing.flags.writeable = False
         self._nothing = SendBatch(cfg.agg_ip, nothing)
@@ -226,11 +227,9 @@ class InaCoreClient:
                                         cfg.fan_in, exps, padded.reshape(n, cfg.k))
         packets = packets.view(np.uint8).reshape(n, self._payload_len)
         sums = np.zeros((n, cfg.k), dtype=np.int32)
-        out = np.empty((max(n, 1), self._payload_len), dtype=np.uint8)
-        self._arrays = (packets, sums, out, exps, flat.size)
+        self._arrays = (packets, sums, exps, flat.size)
         base, self.next_seq = self.next_seq, self.next_seq + n
-        m = self._lib.ina_start(self._core, n, base, packets.ctypes.data, sums.ctypes.data,
-                                out.ctypes.data, now)
+        m = self._lib.ina_start(self._core, n, base, packets.ctypes.data, sums.ctypes.data, now)
         return self._sends(m)
 
     def on_packet(self, payload: bytes, now: float, arrival: float | None = None):
@@ -262,7 +261,12 @@ class InaCoreClient:
 
     def _sends(self, m: int) -> SendBatch:
         if m > 0:
-            return SendBatch(self.cfg.agg_ip, self._arrays[2][:m].copy())
+            v = self._v
+            if v.outbox != self._outbox_at:     # C grew (moved) its outbox: view it anew
+                buf = (ctypes.c_uint8 * (v.outbox_rows * self._payload_len)).from_address(v.outbox)
+                self._outbox = np.frombuffer(buf, np.uint8).reshape(v.outbox_rows, -1)
+                self._outbox_at = v.outbox
+            return SendBatch(self.cfg.agg_ip, self._outbox[:m].copy())
         if m == 0:
             return self._nothing
         v = self._v
@@ -294,11 +298,11 @@ class InaCoreClient:
     def result(self) -> np.ndarray:
         if not self.done:
             raise RuntimeError("aggregation not finished: keep feeding packets and timers")
-        _, sums, _, _, length = self._arrays
+        _, sums, _, length = self._arrays
         return sums.reshape(-1)[:length].copy()
 
     def result_exponents(self) -> np.ndarray:
-        return self._arrays[3].copy()
+        return self._arrays[2].copy()
 
 
 def _address(a: np.ndarray) -> int:

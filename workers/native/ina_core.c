@@ -36,6 +36,7 @@ struct ina_view {
     int64_t bytes_received, cwnd_decreases, cwnd_undos, random_losses;
     int64_t has_it, n, n_results, overflow, has_srtt, has_min_rtt, has_rate;
     int64_t err_chunk, err_retries;
+    int64_t outbox, outbox_rows;    /* where the outbox is now (it moves when it grows) */
     double srtt, rttvar, min_rtt, granularity, cwnd, ssthresh, rate, err_rtt;
 };
 
@@ -63,8 +64,8 @@ struct ina_core {
     int64_t n, base_seq, next_to_send, in_flight;
     const uint8_t *packets;         /* (n, payload_len) rows, owned by Python */
     int32_t *sums;                  /* (n, k), owned by Python */
-    uint8_t *out;                   /* (n, payload_len) outbox, owned by Python */
-    int64_t n_out;
+    uint8_t *out;                   /* the outbox: out_cap rows of payload_len, grown on demand */
+    int64_t n_out, out_cap;
     double *sent_at, *last_tx, *deadline, *timeout;     /* NaN: None */
     int64_t *retries;
     uint8_t *answered;              /* it.results */
@@ -341,17 +342,30 @@ static void enlist(struct ina_core *c, int64_t j) {
 
 /* ------------------------------------------------------------ InaClient */
 /* a row of the tensor into the outbox (InaClient._flush packs the same rows) */
-static void emit(struct ina_core *c, int64_t j, int retx) {
+static int emit(struct ina_core *c, int64_t j, int retx) {
     int64_t size = c->cfg.payload_len;
+    if (c->n_out == c->out_cap) {   /* a chunk leaves at most once per call unless time
+                                       goes backwards: n rows are enough, in practice */
+        int64_t cap = c->out_cap < 64 ? 64 : 2 * c->out_cap;
+        uint8_t *grown = realloc(c->out, (size_t)(cap * size));
+        if (!grown)
+            return ERR_MEMORY;
+        c->out = grown;
+        c->out_cap = cap;
+        c->v->outbox = (int64_t)(intptr_t)grown;
+        c->v->outbox_rows = cap;
+    }
     uint8_t *row = c->out + c->n_out++ * size;
     memcpy(row, c->packets + j * size, size);
     if (retx)
         row[1] |= F_RETX;
+    return 0;
 }
 
 /* InaClient._transmit */
 static int transmit(struct ina_core *c, int64_t j, double now, int retx, double timeout) {
-    emit(c, j, retx);
+    if (emit(c, j, retx))
+        return ERR_MEMORY;
     if (isnan(c->sent_at[j]))
         c->sent_at[j] = now;
     c->last_tx[j] = now;
@@ -392,7 +406,8 @@ static int send_ready(struct ina_core *c, double now) {
     /* new chunks (the Python inlines _transmit here: never sent, so in no list yet) */
     int64_t nxt = c->next_to_send;
     while (new_chunk_ready(c, nxt) && c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
-        emit(c, nxt, 0);
+        if (emit(c, nxt, 0))
+            return ERR_MEMORY;
         c->sent_at[nxt] = c->last_tx[nxt] = now;
         enlist(c, nxt);
         c->in_flight++;
@@ -613,7 +628,7 @@ static void free_iteration(struct ina_core *c) {
 
 /* InaClient.start_batch after its checks and packing: rows in the outbox, or an error */
 int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t *packets,
-                  int32_t *sums, uint8_t *out, double now) {
+                  int32_t *sums, double now) {
     free_iteration(c);
     size_t cells = n > 0 ? (size_t)n : 1;
     c->sent_at = malloc(cells * sizeof(double));
@@ -644,7 +659,6 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->base_seq = base_seq;
     c->packets = packets;
     c->sums = sums;
-    c->out = out;
     c->n_out = 0;
     c->next_to_send = c->in_flight = 0;
     c->head = c->tail = -1;
@@ -688,5 +702,6 @@ void ina_free(struct ina_core *c) {
     free_iteration(c);
     free(c->arrivals);
     free(c->timers);
+    free(c->out);
     free(c);
 }
