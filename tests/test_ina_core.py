@@ -198,12 +198,17 @@ def test_the_communicators_knobs_reach_the_c_state():
 @given(seed=st.integers(0, 2**16), window=st.sampled_from([1, 2, 4, 16, 64]),
        k=st.sampled_from([32, 64]), law=st.sampled_from(["reno", "cubic"]), rack=st.booleans(),
        pacing=st.booleans(), response=st.sampled_from(["cut", "backlog"]), cc=st.booleans(),
-       loss=st.sampled_from([0.0, 0.02, 0.1]), mbps=st.sampled_from([None, 5, 50]))
+       loss=st.sampled_from([0.0, 0.02, 0.1]), mbps=st.sampled_from([None, 5, 50]),
+       black_hole=st.sampled_from([None, None, None, 0, 3]))
 def test_random_options_and_networks_agree(seed, window, k, law, rack, pacing, response, cc,
-                                           loss, mbps):
+                                           loss, mbps, black_hole):
+    """black_hole: a chunk whose contributions are all lost, so both must give up alike."""
     cfg = config(window=window, k=k, congestion_law=law, rack=rack, pacing=pacing,
-                 loss_response=response, congestion_control=cc, initial_cwnd=1 + seed % 8)
-    drive(cfg, seed, tensors=3, loss=loss, mbps=mbps, chunks=(5, 40))
+                 loss_response=response, congestion_control=cc, initial_cwnd=1 + seed % 8,
+                 max_retransmissions=3 + seed % 4)
+    out = drive(cfg, seed, tensors=3, loss=loss, mbps=mbps, chunks=(5, 40),
+                black_hole=None if black_hole is None else black_hole * k)
+    assert black_hole is None or isinstance(out, str)     # (heavy loss may also give up, alike)
 
 
 def test_make_client_follows_the_core_option():
