@@ -194,7 +194,7 @@ def test_the_communicators_knobs_reach_the_c_state():
     assert c.rtt.srtt == pytest.approx(0.02) and c.rtt.rto == pytest.approx(0.52)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), window=st.sampled_from([1, 2, 4, 16, 64]),
        k=st.sampled_from([32, 64]), law=st.sampled_from(["reno", "cubic"]), rack=st.booleans(),
        pacing=st.booleans(), response=st.sampled_from(["cut", "backlog"]), cc=st.booleans(),
