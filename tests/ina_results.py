@@ -1,5 +1,7 @@
 """What a switch answers a worker's contribution with, well-formed or not: shared by the
 tests that drive INA clients over a simulated network (test_ina_batch, test_ina_core)."""
+import heapq
+
 import numpy as np
 
 from workers import agg_packet as ap
@@ -25,3 +27,13 @@ def malformed(rng, payload: bytes) -> bytes:
     if kind == 3:
         return ap.encode(f.job, ap.RESULT, f.slot, f.gen, f.offset + 1, 0, f.fan_in, 0, f.values)
     return ap.encode(f.job, ap.RESULT, f.slot, f.gen + 7, f.offset, 0, f.fan_in, 0, f.values)  # stale/future
+
+
+def next_batch(net: list) -> tuple[float, list]:
+    """(t, payloads): everything due at the earliest time of the heap `net` of
+    (time, tie, payload): the results a worker reads in one wake-up."""
+    t = net[0][0]
+    batch = []
+    while net and net[0][0] == t:
+        batch.append(heapq.heappop(net)[2])
+    return t, batch

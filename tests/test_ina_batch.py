@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.ina_results import malformed, result_for
+from tests.ina_results import malformed, next_batch, result_for
 from workers import agg_batch, mmsg
 from workers import agg_packet as ap
 from workers.ina_client import ClientConfig, InaClient
@@ -104,10 +104,7 @@ def test_batches_send_what_single_packets_send(seed, opts):
             d = one.next_deadline()
             assert d == many.next_deadline()
             if net and (d is None or net[0][0] <= d):
-                t = net[0][0]
-                batch = []
-                while net and net[0][0] == t:
-                    batch.append(heapq.heappop(net)[2])
+                t, batch = next_batch(net)
                 biggest = max(biggest, len(batch))
                 arrivals = [t - float(rng.uniform(0, tick)) for _ in batch]
                 a = []

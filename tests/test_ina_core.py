@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tests.ina_results import malformed, result_for
+from tests.ina_results import malformed, next_batch, result_for
 from workers import agg_batch
 from workers import agg_packet as ap
 from workers.ina_client import AggregationFailed, ClientConfig, InaClient
@@ -90,10 +90,7 @@ def drive(cfg, seed, tensors=3, loss=0.03, dup=0.03, bad=0.02, mbps=None, queue_
             d = py.next_deadline()
             assert net or d is not None, "deadlock: nothing in flight and no timer"
             if net and (d is None or net[0][0] <= d):
-                t = net[0][0]
-                batch = []
-                while net and net[0][0] == t:
-                    batch.append(heapq.heappop(net)[2])
+                t, batch = next_batch(net)
                 # kernel receive stamps, now and then none (the client then takes `now`)
                 arrivals = [None if rng.random() < 0.05 else t - float(rng.uniform(0, tick))
                             for _ in batch]

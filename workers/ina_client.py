@@ -171,6 +171,39 @@ class _Iteration:
     overflow: bool = False
 
 
+def pack_values(cfg: ClientConfig, values: np.ndarray, base_seq: int, exponent=0,
+                overflow: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """A tensor's payloads for start(): ((n, 16 + 4k) uint8 rows, chunk j = sequence number
+    base_seq + j; the n exponents; the number of values). Also workers/ina_core.py's."""
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype != np.int32:
+        raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
+    n = num_chunks(flat.size, cfg.k)
+    padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
+    padded[:flat.size] = flat
+    exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
+    flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
+    packets = agg_batch.pack_tensor(cfg.job, flags, base_seq, cfg.window, cfg.sender,
+                                    cfg.fan_in, exps, padded.reshape(n, cfg.k))
+    return packets.view(np.uint8).reshape(n, -1), exps, flat.size
+
+
+def congestion_window(cfg: ClientConfig) -> Aimd:
+    """A new client's congestion window (the C core takes its constants from it too)."""
+    w = cfg.window
+    return Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
+                ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
+                law=cfg.congestion_law, time_dilation=cfg.time_dilation,
+                c=cubic_c(wire.frame_bytes(cfg.k)))
+
+
+def failure_message(cfg: ClientConfig, j: int, retransmissions: int) -> str:
+    """AggregationFailed's text for chunk j of the tensor."""
+    return (f"job {cfg.job}: chunk at offset {j * cfg.k} got no result after "
+            f"{retransmissions} retransmissions to {cfg.agg_ip}; check that the switches "
+            "are programmed for this job (control/agg_entries.py) and routes reach it")
+
+
 class InaClient:
     def __init__(self, cfg: ClientConfig):
         self.cfg = cfg
@@ -189,11 +222,7 @@ class InaClient:
         self._rack_rtt = 0.0
         self._rack_at: float | None = None
         self._progress = float("-inf")
-        w = cfg.window
-        self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
-                       ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
-                       law=cfg.congestion_law, time_dilation=cfg.time_dilation,
-                       c=cubic_c(wire.frame_bytes(cfg.k)))
+        self.cc = congestion_window(cfg)
         self.pacer = Pacer(enabled=cfg.pacing)
         self._veno_beta = veno_threshold(wire.frame_bytes(cfg.k))
         self._pace_at: float | None = None  # when pacing lets the next sends go
@@ -214,19 +243,11 @@ class InaClient:
                     overflow: bool = False) -> SendBatch:
         if self._it is not None and not self.done:
             raise RuntimeError("previous tensor is still being aggregated; wait for done")
-        cfg = self.cfg
-        flat = np.asarray(values).reshape(-1)
-        if flat.dtype != np.int32:
-            raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
-        n = num_chunks(flat.size, cfg.k)
-        padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
-        padded[:flat.size] = flat
-        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
-        flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
-        packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
-                                        cfg.fan_in, exps, padded.reshape(n, cfg.k))
-        self._it = _Iteration(self.next_seq, flat.size, n, packets.view(np.uint8).reshape(n, -1),
-                              np.zeros((n, cfg.k), dtype=np.int32), exps, flags,
+        packets, exps, length = pack_values(self.cfg, values, self.next_seq, exponent, overflow)
+        n = len(packets)
+        self._it = _Iteration(self.next_seq, length, n, packets,
+                              np.zeros((n, self.cfg.k), dtype=np.int32), exps,
+                              wire.DATA | (wire.OVERFLOW if overflow else 0),
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
         self._timers = []
@@ -334,10 +355,7 @@ class InaClient:
                 heapq.heappush(self._timers, (restart, j))
                 continue
             if it.retries[j] >= self.cfg.max_retransmissions:
-                raise AggregationFailed(
-                    f"job {self.cfg.job}: chunk at offset {j * self.cfg.k} got no result after "
-                    f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
-                    "are programmed for this job (control/agg_entries.py) and routes reach it")
+                raise AggregationFailed(failure_message(self.cfg, j, it.retries[j]))
             self._declare_lost(j, now)
             fired = True
         if fired:                           # a timeout: no result for a whole RTO

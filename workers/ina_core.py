@@ -24,9 +24,9 @@ import numpy as np
 from workers import agg_batch
 from workers import agg_packet as wire
 from workers import pacing
-from workers.chunking import num_chunks
-from workers.congestion import Aimd, cubic_c, veno_threshold
-from workers.ina_client import AggregationFailed, ClientConfig, ClientStats, InaClient, SendBatch
+from workers.congestion import veno_threshold
+from workers.ina_client import (AggregationFailed, ClientConfig, ClientStats, InaClient, SendBatch,
+                                congestion_window, failure_message, pack_values)
 from workers.native.build import CompileError, shared_library
 from workers.rtt import RttEstimator
 
@@ -159,14 +159,10 @@ class InaCoreClient:
         lib = library()
         # the Python objects validate the options as InaClient's do and give the constants
         rtt = RttEstimator(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
-        w = cfg.window
-        cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
-                  ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
-                  law=cfg.congestion_law, time_dilation=cfg.time_dilation,
-                  c=cubic_c(wire.frame_bytes(cfg.k)))
+        cc = congestion_window(cfg)
         pacer = pacing.Pacer(enabled=cfg.pacing)
         self._payload_len = agg_batch.payload_len(cfg.k)
-        c = _Config(job=cfg.job, window=w, k=cfg.k, max_retransmissions=cfg.max_retransmissions,
+        c = _Config(job=cfg.job, window=cfg.window, k=cfg.k, max_retransmissions=cfg.max_retransmissions,
                     cc_enabled=cfg.congestion_control, cubic=cc.law == "cubic", rack=cfg.rack,
                     pacing=cfg.pacing, backlog=cfg.loss_response == "backlog",
                     initial_cwnd=cfg.initial_cwnd, quantum=pacer.quantum,
@@ -214,20 +210,10 @@ class InaCoreClient:
         """As InaClient.start_batch."""
         if self._arrays is not None and not self.done:
             raise RuntimeError("previous tensor is still being aggregated; wait for done")
-        cfg = self.cfg
-        flat = np.asarray(values).reshape(-1)
-        if flat.dtype != np.int32:
-            raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
-        n = num_chunks(flat.size, cfg.k)
-        padded = np.zeros(n * cfg.k, dtype=np.int32)     # the last chunk zero padded
-        padded[:flat.size] = flat
-        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
-        flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
-        packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
-                                        cfg.fan_in, exps, padded.reshape(n, cfg.k))
-        packets = packets.view(np.uint8).reshape(n, self._payload_len)
-        sums = np.zeros((n, cfg.k), dtype=np.int32)
-        self._arrays = (packets, sums, exps, flat.size)
+        packets, exps, length = pack_values(self.cfg, values, self.next_seq, exponent, overflow)
+        n = len(packets)
+        sums = np.zeros((n, self.cfg.k), dtype=np.int32)
+        self._arrays = (packets, sums, exps, length)
         base, self.next_seq = self.next_seq, self.next_seq + n
         m = self._lib.ina_start(self._core, n, base, packets.ctypes.data, sums.ctypes.data, now)
         return self._sends(m)
@@ -271,11 +257,7 @@ class InaCoreClient:
             return self._nothing
         v = self._v
         if m == _ERR_FAILED:
-            j = v.err_chunk
-            raise AggregationFailed(
-                f"job {self.cfg.job}: chunk at offset {j * self.cfg.k} got no result after "
-                f"{v.err_retries} retransmissions to {self.cfg.agg_ip}; check that the switches "
-                "are programmed for this job (control/agg_entries.py) and routes reach it")
+            raise AggregationFailed(failure_message(self.cfg, v.err_chunk, v.err_retries))
         if m == _ERR_NEGATIVE_RTT:
             raise ValueError(f"negative RTT sample {v.err_rtt}: timestamps must come from one "
                              "monotonic clock")
