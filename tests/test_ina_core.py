@@ -274,3 +274,9 @@ def test_whole_simulated_network_runs_the_same_with_either_core(opts):
                       {key: (str(c.stats), c.cc.cwnd, c.rtt.srtt) for key, c in sim.clients.items()})
     assert runs["c"] == runs["python"]
     assert runs["python"][1]["lost"] > 0 and runs["python"][1]["queue_drops"] > 0
+
+
+def test_the_cpu_bench_runs_both_cores():
+    from bench.client_core import us_per_result
+    for core in ("python", "c"):
+        assert 0 < us_per_result(core, batch=4, chunks=300, tensors=2) < 1000
