@@ -52,6 +52,10 @@ def shared_library(source: Path) -> ctypes.CDLL:
             raise CompileError(f"cannot run {CC}: {e}") from None
         if proc.returncode != 0:
             os.unlink(tmp)
-            raise CompileError(f"{CC} failed on {source.name}: {proc.stderr.strip()[-2000:]}")
+            lines = proc.stderr.strip().splitlines() or ["no output"]
+            first = next((ln for ln in lines if "error" in ln), lines[-1])   # one line: a warning's
+            err = CompileError(f"{CC} failed on {source.name}: {first.strip()}")
+            err.output = proc.stderr            # all of it, for whoever debugs the C
+            raise err
         os.replace(tmp, target)
     return ctypes.CDLL(str(target))
