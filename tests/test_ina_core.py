@@ -280,3 +280,14 @@ def test_the_cpu_bench_runs_both_cores():
     from bench.client_core import us_per_result
     for core in ("python", "c"):
         assert 0 < us_per_result(core, batch=4, chunks=300, tensors=2) < 1000
+
+
+def test_a_clock_going_backwards_is_refused_alike():
+    cfg = config(window=2)
+    errors = []
+    for c in (InaClient(cfg), InaCoreClient(cfg)):
+        (s,) = c.start(np.ones(32, np.int32), 1.0)
+        with pytest.raises(ValueError, match="negative RTT sample") as e:
+            c.on_packet(result_for(s.payload, np.full((1, 32), 3, np.int32), 32), 0.5)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
