@@ -153,8 +153,8 @@ def reset_commands(window: int) -> list[str]:
 # ---------------------------------------------------------------- the run
 class Bench:
     def __init__(self, k: int, work_dir: Path, min_rto_ms: float = 100.0, rto_margin_ms: float = 100.0,
-                 log=print):
-        self.k, self.dir, self.log = k, work_dir, log
+                 log=print, client_core: str = "auto"):
+        self.k, self.dir, self.log, self.client_core = k, work_dir, log, client_core
         self.min_rto, self.rto_margin = min_rto_ms / 1000.0, rto_margin_ms / 1000.0
         self.g = bench_graph()
         self.net = None
@@ -225,7 +225,7 @@ class Bench:
             a = self.g.nodes[h]
             client = ClientConfig(job=1, agg_ip=AGG_IP, sender=i, fan_in=len(hosts), window=WINDOW,
                                   k=self.k, initial_rto=max(0.2, self.min_rto),
-                                  min_rto=self.min_rto)
+                                  min_rto=self.min_rto, core=self.client_core)
             cfg = {"worker": h, "index": i, "host_id": f"h1r1w{i + 1}", "dc": "bench", "ip": a["ip"],
                    "n_workers": len(hosts), "seed": 1, "events": str(sdir / f"{h}.jsonl"),
                    "scheme": "ina", "communicator": COMMUNICATOR,
@@ -343,6 +343,8 @@ def main(argv=None) -> int:
                     help="lower bound of the workers' retransmission timeout")
     ap.add_argument("--rto-margin-ms", type=float, default=100.0,
                     help="the workers' timeout is at least SRTT + this (docs/ina.md)")
+    ap.add_argument("--client-core", default="auto", choices=("auto", "python", "c"),
+                    help="the workers' client state machine (docs/ina.md, \"The client core\")")
     a = ap.parse_args(argv)
     if a.iterations < 2:
         raise SystemExit("error: --iterations must be >= 2 (the first one is warm-up)")
@@ -352,7 +354,7 @@ def main(argv=None) -> int:
     cores = os.cpu_count() or 1
     steps = []
     with tempfile.TemporaryDirectory(prefix="gdml-bench-ina-") as tmp:
-        with Bench(a.k, Path(tmp), a.min_rto_ms, a.rto_margin_ms) as b:
+        with Bench(a.k, Path(tmp), a.min_rto_ms, a.rto_margin_ms, client_core=a.client_core) as b:
             print(f"bench ina: 1 softswitch (p4/aggregation.p4, k={a.k}, datapath: {b.datapath()}), "
                   f"{N_WORKERS} workers, "
                   f"window {WINDOW}, {cores} cores (load average {os.getloadavg()[0]:.1f}); stepping "

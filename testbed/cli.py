@@ -5,7 +5,7 @@
   gdml plot RESULTS [--format pdf,png]      (a run, a scenario's runs, a sweep, or a folder above them)
   gdml validate FILE...
   gdml predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
-  gdml bench switch|topology|schemes|ina|capacity
+  gdml bench switch|topology|schemes|ina|capacity|client
   gdml clean
   gdml doctor [--json]
   gdml show SCENARIO [--set key=value]... [--out DIR] [--format pdf,png]
@@ -67,6 +67,9 @@ def cmd_bench(a) -> int:
         return schemes_main(a.args) or 0
     if a.what == "ina":
         from bench.ina import main   # needs root: it says so itself
+        return main(a.args) or 0
+    if a.what == "client":          # the INA client's CPU per result, Python and C; no root
+        from bench.client_core import main
         return main(a.args) or 0
     if a.what == "capacity":
         from bench.capacity import main as capacity_main
@@ -168,7 +171,7 @@ def parser() -> argparse.ArgumentParser:
                     "on the same scenario (default: the scenario's scheme, with its terms)")
     pr.set_defaults(fn=cmd_predict)
     b = sub.add_parser("bench", help="benchmarks")
-    b.add_argument("what", choices=("switch", "topology", "schemes", "ina", "capacity"))
+    b.add_argument("what", choices=("switch", "topology", "schemes", "ina", "capacity", "client"))
     b.add_argument("args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     c = sub.add_parser("clean", help="remove what killed runs left behind (root)")

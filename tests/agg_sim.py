@@ -22,7 +22,8 @@ from control.agg_entries import push, switch_commands
 from control.agg_tree import AggTree, hosted_by_switch, root_slot_ranges
 from schemes.inart.root_engine import RootEngine
 from workers import agg_packet as ap
-from workers.ina_client import ClientConfig, InaClient, Send
+from workers.ina_client import ClientConfig, Send
+from workers.ina_core import make_client
 
 
 @dataclass
@@ -52,7 +53,7 @@ class SimStats:
 class Sim:
     g: nx.Graph
     switches: dict
-    clients: dict                       # (job, host) -> InaClient
+    clients: dict                       # (job, host) -> InaClient (or its C core)
     faults: Faults
     servers: dict = field(default_factory=dict)   # host -> [RootEngine] it runs
     now: float = 0.0
@@ -152,7 +153,8 @@ class Sim:
 def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = Faults(),
               k: int = 32, **client_opts) -> Sim:
     """Program every switch with routes + aggregation entries; one client per (job, worker);
-    a root engine at the host of every tree rooted at one."""
+    a root engine at the host of every tree rooted at one. The clients are the reference
+    InaClient unless client_opts name another `core` (workers/ina_core.make_client)."""
     route_cmds = routes.table_commands(g)
     agg_cmds = switch_commands(g, trees)
     switches = {}
@@ -163,7 +165,8 @@ def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = F
     clients = {}
     for t in trees:
         for host, b in t.workers.items():
-            clients[(t.job, host)] = InaClient(ClientConfig.for_worker(t, host, k=k, **client_opts))
+            cfg = ClientConfig.for_worker(t, host, k=k, **{"core": "python", **client_opts})
+            clients[(t.job, host)] = make_client(cfg)
     servers: dict = {}
     for t in trees:
         root = t.points[t.root]

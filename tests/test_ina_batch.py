@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 
+from tests.ina_results import malformed, next_batch, result_for
 from workers import agg_batch, mmsg
 from workers import agg_packet as ap
 from workers.ina_client import ClientConfig, InaClient
@@ -57,28 +58,6 @@ def test_rows_of_cuts_and_pads_to_the_payload_size():
 
 
 # ------------------------------------------------------------------ the state machine
-def _result(send_payload: bytes, total: np.ndarray, k: int) -> bytes:
-    """The switch's RESULT for a contribution: the job's sum of that chunk."""
-    f = ap.decode(send_payload)
-    return ap.encode(f.job, ap.RESULT | (f.flags & ap.OVERFLOW), f.slot, f.gen, f.offset, 0, f.fan_in,
-                     f.exponent, total[f.offset // k])
-
-
-def _malformed(rng, payload: bytes) -> bytes:
-    """One of the packets a client must count as bad or duplicate, never accept."""
-    f = ap.decode(payload)
-    kind = rng.integers(5)
-    if kind == 0:
-        return payload[:10]                                          # truncated header
-    if kind == 1:
-        return payload[:-4]                                          # a value short
-    if kind == 2:
-        return ap.encode(f.job + 1, ap.RESULT, f.slot, f.gen, f.offset, 0, f.fan_in, 0, f.values)
-    if kind == 3:
-        return ap.encode(f.job, ap.RESULT, f.slot, f.gen, f.offset + 1, 0, f.fan_in, 0, f.values)
-    return ap.encode(f.job, ap.RESULT, f.slot, f.gen + 7, f.offset, 0, f.fan_in, 0, f.values)  # stale/future
-
-
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("opts", [{}, {"congestion_law": "reno"}, {"rack": False},
                                   {"pacing": False, "congestion_control": False}])
@@ -108,10 +87,10 @@ def test_batches_send_what_single_packets_send(seed, opts):
                     continue                 # lost (either way)
                 for _ in range(2 if rng.random() < 0.05 else 1):
                     at = t + float(rng.uniform(0.005, 0.04))
-                    heapq.heappush(net, (np.ceil(at / tick) * tick, tie, _result(p, total, k)))
+                    heapq.heappush(net, (np.ceil(at / tick) * tick, tie, result_for(p, total, k)))
                     tie += 1
                 if rng.random() < 0.03:
-                    heapq.heappush(net, (np.ceil((t + 0.01) / tick) * tick, tie, _malformed(rng, p)))
+                    heapq.heappush(net, (np.ceil((t + 0.01) / tick) * tick, tie, malformed(rng, p)))
                     tie += 1
 
         a = [s.payload for s in one.start(tensors[1], t, exponent=-2, overflow=it == 1)]
@@ -125,10 +104,7 @@ def test_batches_send_what_single_packets_send(seed, opts):
             d = one.next_deadline()
             assert d == many.next_deadline()
             if net and (d is None or net[0][0] <= d):
-                t = net[0][0]
-                batch = []
-                while net and net[0][0] == t:
-                    batch.append(heapq.heappop(net)[2])
+                t, batch = next_batch(net)
                 biggest = max(biggest, len(batch))
                 arrivals = [t - float(rng.uniform(0, tick)) for _ in batch]
                 a = []
@@ -157,7 +133,7 @@ def test_a_batch_counts_bad_packets_and_duplicates_as_single_packets_do():
     one, many = InaClient(cfg), InaClient(cfg)
     out = one.start(np.ones(64, dtype=np.int32), 0.0)
     many.start(np.ones(64, dtype=np.int32), 0.0)
-    good = _result(out[0].payload, np.full((2, 32), 3, np.int32), 32)
+    good = result_for(out[0].payload, np.full((2, 32), 3, np.int32), 32)
     f = ap.decode(out[1].payload)
     batch = [good, good, b"", b"\x01\x02",
              ap.encode(8, ap.RESULT, f.slot, f.gen, f.offset, 0, 3, 0, np.zeros(32, np.int32)),

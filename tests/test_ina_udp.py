@@ -9,15 +9,17 @@ import pytest
 
 from control.agg_entries import push
 from tests.agg_switches import factory, flat_point_commands, udp_bridge
-from workers.ina_client import ClientConfig, InaClient
+from workers.ina_client import ClientConfig
+from workers.ina_core import make_client
 from workers.ina_udp import aggregate, open_socket
 
 AGG_IP, WORKERS = "127.0.0.2", ["127.0.0.3", "127.0.0.4", "127.0.0.5"]
 
 
-@pytest.mark.parametrize("plain", [False, True])
-def test_driver_aggregates_over_lossy_udp(plain, monkeypatch):
-    """With sendmmsg/recvmmsg, and with the fallback that loops over sendto/recvmsg."""
+@pytest.mark.parametrize("plain,core", [(False, "python"), (True, "python"), (False, "c")])
+def test_driver_aggregates_over_lossy_udp(plain, core, monkeypatch):
+    """With sendmmsg/recvmmsg, and with the fallback that loops over sendto/recvmsg; with
+    the client's Python state machine and its C core."""
     if plain:
         from workers import mmsg
         monkeypatch.setattr(mmsg, "_SENDMMSG", None)
@@ -37,8 +39,8 @@ def test_driver_aggregates_over_lossy_udp(plain, monkeypatch):
 
     def worker(i, ip):
         try:
-            c = InaClient(ClientConfig(job=1, agg_ip=AGG_IP, sender=i, fan_in=len(WORKERS), window=4,
-                                       initial_rto=0.05, min_rto=0.02))
+            c = make_client(ClientConfig(job=1, agg_ip=AGG_IP, sender=i, fan_in=len(WORKERS),
+                                         window=4, initial_rto=0.05, min_rto=0.02, core=core))
             clients[i] = c
             with open_socket(ip, port) as s:
                 results[i] = aggregate(s, c, tensors[i], port=port, timeout_s=60)

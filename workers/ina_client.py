@@ -85,6 +85,9 @@ class ClientConfig:
     # backlog test, congestion.queue_backlog) does, a random one is only re-sent
     loss_response: str = "cut"
     time_dilation: float = 1.0          # for cubic's real-world clock
+    # the state machine's implementation (workers/ina_core.make_client): "python" this
+    # module, "c" workers/native/ina_core.c, "auto" C when it builds, else Python
+    core: str = "auto"
 
     def __post_init__(self):
         if not 1 <= self.window < 2**15:
@@ -98,6 +101,8 @@ class ClientConfig:
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
         if self.loss_response not in ("cut", "backlog"):
             raise ValueError(f'loss_response must be "cut" or "backlog" (got {self.loss_response!r})')
+        if self.core not in ("python", "c", "auto"):
+            raise ValueError(f'core must be "python", "c" or "auto" (got {self.core!r})')
 
     @classmethod
     def for_worker(cls, tree, host: str, **opts) -> "ClientConfig":
@@ -166,6 +171,57 @@ class _Iteration:
     overflow: bool = False
 
 
+def pack_values(cfg: ClientConfig, values: np.ndarray, base_seq: int, exponent=0,
+                overflow: bool = False, reuse: tuple | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A tensor's payloads for start(): ((n, 16 + 4k) uint8 rows, chunk j = sequence number
+    base_seq + j; the (n, k) int32 array its sums go to; the n exponents; the number of
+    values). Also workers/ina_core.py's.
+
+    reuse: the last tensor's (rows, sums), filled again when it had as many chunks (the
+    usual case: one gradient per iteration). Fresh arrays of tens of MB each cost their
+    page faults, and the sums' fall inside the transfer, as results are written. Safe:
+    sends are copies, result() is a copy (or a view the caller takes as such), a new tensor
+    starts only when the last is done, and the sums need no zeroing: every row is written
+    by its chunk's result before done."""
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype != np.int32:
+        raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
+    k = cfg.k
+    n = num_chunks(flat.size, k)
+    if flat.size == n * k:
+        vals = flat.reshape(n, k)
+    else:                                               # the last chunk zero padded
+        vals = np.zeros((n, k), dtype=np.int32)
+        vals.reshape(-1)[:flat.size] = flat
+    out = sums = None
+    if reuse is not None and len(reuse[0]) == n:
+        out, sums = reuse[0].view(agg_batch.packet_dtype(k)).reshape(n), reuse[1]
+    exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
+    flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
+    packets = agg_batch.pack_tensor(cfg.job, flags, base_seq, cfg.window, cfg.sender,
+                                    cfg.fan_in, exps, vals, out=out)
+    if sums is None:
+        sums = np.empty((n, k), dtype=np.int32)
+    return packets.view(np.uint8).reshape(n, -1), sums, exps, flat.size
+
+
+def congestion_window(cfg: ClientConfig) -> Aimd:
+    """A new client's congestion window (the C core takes its constants from it too)."""
+    w = cfg.window
+    return Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
+                ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
+                law=cfg.congestion_law, time_dilation=cfg.time_dilation,
+                c=cubic_c(wire.frame_bytes(cfg.k)))
+
+
+def failure_message(cfg: ClientConfig, j: int, retransmissions: int) -> str:
+    """AggregationFailed's text for chunk j of the tensor."""
+    return (f"job {cfg.job}: chunk at offset {j * cfg.k} got no result after "
+            f"{retransmissions} retransmissions to {cfg.agg_ip}; check that the switches "
+            "are programmed for this job (control/agg_entries.py) and routes reach it")
+
+
 class InaClient:
     def __init__(self, cfg: ClientConfig):
         self.cfg = cfg
@@ -184,11 +240,7 @@ class InaClient:
         self._rack_rtt = 0.0
         self._rack_at: float | None = None
         self._progress = float("-inf")
-        w = cfg.window
-        self.cc = Aimd(cwnd=float(min(w, cfg.initial_cwnd) if cfg.congestion_control else w),
-                       ssthresh=float(w), max_cwnd=float(w), enabled=cfg.congestion_control,
-                       law=cfg.congestion_law, time_dilation=cfg.time_dilation,
-                       c=cubic_c(wire.frame_bytes(cfg.k)))
+        self.cc = congestion_window(cfg)
         self.pacer = Pacer(enabled=cfg.pacing)
         self._veno_beta = veno_threshold(wire.frame_bytes(cfg.k))
         self._pace_at: float | None = None  # when pacing lets the next sends go
@@ -209,24 +261,12 @@ class InaClient:
                     overflow: bool = False) -> SendBatch:
         if self._it is not None and not self.done:
             raise RuntimeError("previous tensor is still being aggregated; wait for done")
-        cfg = self.cfg
-        flat = np.asarray(values).reshape(-1)
-        if flat.dtype != np.int32:
-            raise TypeError(f"chunks carry int32 values; quantize first (got {flat.dtype})")
-        n = num_chunks(flat.size, cfg.k)
-        packed, sums = self._buffers(n)
-        if flat.size == n * cfg.k:
-            values = flat.reshape(n, cfg.k)
-        else:                                           # the last chunk zero padded
-            values = np.zeros((n, cfg.k), dtype=np.int32)
-            values.reshape(-1)[:flat.size] = flat
-        exps = np.broadcast_to(np.asarray(exponent, dtype=np.int64), (n,)).copy()
-        flags = wire.DATA | (wire.OVERFLOW if overflow else 0)
-        packets = agg_batch.pack_tensor(cfg.job, flags, self.next_seq, cfg.window, cfg.sender,
-                                        cfg.fan_in, exps, values, out=packed)
-        # sums needs no zeroing: every row is written by its chunk's result before done
-        self._it = _Iteration(self.next_seq, flat.size, n, packets.view(np.uint8).reshape(n, -1),
-                              sums, exps, flags,
+        it = self._it
+        packets, sums, exps, length = pack_values(self.cfg, values, self.next_seq, exponent, overflow,
+                                                  reuse=(it.packets, it.sums) if it else None)
+        n = len(packets)
+        self._it = _Iteration(self.next_seq, length, n, packets, sums, exps,
+                              wire.DATA | (wire.OVERFLOW if overflow else 0),
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
         self.next_seq += n
         self._timers = []
@@ -234,17 +274,6 @@ class InaClient:
         self.pacer.start(now)
         self._send_ready(now)
         return self._flush()
-
-    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The packed packets and the sums of an n-chunk tensor: the last tensor's arrays
-        when it had as many chunks (the usual case: one gradient per iteration). Fresh
-        arrays of tens of MB each cost their page faults, and the sums' faults fall inside
-        the transfer (on_packets writes them). Safe: sends are copies (take), result()
-        is a copy, and a new tensor starts only when the last is done."""
-        it = self._it
-        if it is not None and it.n == n:
-            return it.packets.view(agg_batch.packet_dtype(self.cfg.k)).reshape(n), it.sums
-        return None, np.empty((n, self.cfg.k), dtype=np.int32)
 
     def on_packet(self, payload: bytes, now: float, arrival: float | None = None) -> list[Send]:
         """A packet read at `now`; `arrival` is when it reached the host (the kernel's
@@ -345,10 +374,7 @@ class InaClient:
                 heapq.heappush(self._timers, (restart, j))
                 continue
             if it.retries[j] >= self.cfg.max_retransmissions:
-                raise AggregationFailed(
-                    f"job {self.cfg.job}: chunk at offset {j * self.cfg.k} got no result after "
-                    f"{it.retries[j]} retransmissions to {self.cfg.agg_ip}; check that the switches "
-                    "are programmed for this job (control/agg_entries.py) and routes reach it")
+                raise AggregationFailed(failure_message(self.cfg, j, it.retries[j]))
             self._declare_lost(j, now)
             fired = True
         if fired:                           # a timeout: no result for a whole RTO

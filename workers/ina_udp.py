@@ -1,4 +1,5 @@
-"""Thin UDP socket driver for the sans-I/O InaClient (runs inside a worker host).
+"""Thin UDP socket driver for the sans-I/O InaClient, or its C core workers/ina_core.py
+(the same calls; runs inside a worker host).
 
 The kernel builds Ethernet/IPv4/UDP; the client only sees payloads. The socket is
 bound to the protocol's port (both source and destination port are AGG_UDP_PORT,

@@ -5,7 +5,8 @@ Per iteration: quantize the float gradient to int32 with the exponent every work
 from the agreed clipping bound (workload.clip) and the number of workers (no overflow,
 workers/quantize.py); aggregate with the UDP driver (workers/ina_udp.py over the sans-I/O
 client workers/ina_client.py: window, congestion control, adaptive timeouts,
-retransmissions answered from the switches' stored results); dequantize. The result is
+retransmissions answered from the switches' stored results; its per-result work in C
+unless the config's `core` says "python", workers/ina_core.py); dequantize. The result is
 float64: the quantization bound (error_bound) is far below float32's rounding of the sum.
 
 comm (schemes/ina/plan.py): client (workers.ina_client.ClientConfig fields), clip,
@@ -17,7 +18,8 @@ import numpy as np
 
 from workers import ina_udp, quantize
 from workers.communicator import CommunicatorBase, Counters, Me
-from workers.ina_client import ClientConfig, InaClient
+from workers.ina_client import ClientConfig
+from workers.ina_core import make_client
 
 
 class InaCommunicator(CommunicatorBase):
@@ -25,7 +27,7 @@ class InaCommunicator(CommunicatorBase):
 
     def __init__(self, comm: dict, me: Me):
         self._counted: dict = {}
-        self.client = InaClient(ClientConfig(**comm["client"]))
+        self.client = make_client(ClientConfig(**comm["client"]))   # C core unless cfg.core says
         if comm.get("rto_margin_s") is not None:
             # RFC 6298's clock granularity G is the RTO's floor above SRTT. Result times of
             # a steady stream vary so little that 4 x RTTVAR decays to ~0 and RTO hugs SRTT;

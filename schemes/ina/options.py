@@ -34,6 +34,9 @@ class InaTransportOptions(Options):
     # (only a loss with a queue behind it, TCP Veno's test: cwnd x (SRTT - min RTT) / SRTT
     # >= 3 segments' bytes; a random loss is re-sent without a cut). docs/ina.md
     loss_response: Literal["cut", "backlog"] = "cut"
+    # the client state machine's implementation (workers/ina_core.py): "auto" its C core when
+    # gcc builds it, else Python (one warning); "python" or "c" to force one. docs/ina.md
+    client_core: Literal["auto", "python", "c"] = "auto"
 
     @field_validator("rto_margin_ms", mode="before")
     @classmethod

@@ -101,7 +101,8 @@ def client_config(graph, scenario, tree, o: InaOptions, host: str, k: int) -> di
         # the ceiling is real-world time too (10 s), else s > 10 puts it below the first RTO
         max_rto=max(MAX_RTO_S * s, initial),
         max_retransmissions=o.max_retransmissions, congestion_control=o.congestion_control,
-        congestion_law=o.congestion_law, loss_response=o.loss_response, time_dilation=s))
+        congestion_law=o.congestion_law, loss_response=o.loss_response, time_dilation=s,
+        core=o.client_core))
 
 
 def tree_for(shape: str, graph, scenario, o: InaOptions):

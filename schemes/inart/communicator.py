@@ -26,12 +26,13 @@ from schemes.inart.switchover import PlanFollower
 from workers import ina_udp, quantize
 from workers.communicator import CommunicatorBase, Counters, Me
 from workers.ina_client import ClientConfig, InaClient
+from workers.ina_core import InaCoreClient, make_client
 
 
 class InartCommunicator(CommunicatorBase):
     def __init__(self, comm: dict, me: Me):
         self._retired = Counters()      # traffic of the clients earlier plans used
-        self.clients: list[InaClient] = []
+        self.clients: list[InaClient | InaCoreClient] = []
         self._take(comm)
         self.follower = PlanFollower(comm["replan_dir"], me.name) if comm.get("replan_dir") else None
         self.n = me.n_workers
@@ -44,7 +45,7 @@ class InartCommunicator(CommunicatorBase):
 
     def _take(self, comm: dict) -> None:
         """Use one plan's clients and shares."""
-        clients = [InaClient(ClientConfig(**c)) for c in comm["clients"]]
+        clients = [make_client(ClientConfig(**c)) for c in comm["clients"]]
         shares = tuple(comm["shares"])
         if len(shares) != len(clients):
             raise ValueError(f"inart: {len(shares)} shares for {len(clients)} servers")
