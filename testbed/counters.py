@@ -13,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from workers.worker import runqueue_wait_s
+
 FIELDS = ("t_mono", "node", "intf", "rx_bytes", "rx_packets", "rx_dropped",
           "tx_bytes", "tx_packets", "tx_dropped")
 
@@ -137,7 +139,7 @@ class SwitchLoad:
         if self._prev is not None and t - self._prev[0] < self.window_s:
             return
         cpu = {sw: cpu_seconds(pid) for sw, pid in self.switch_pids.items()}
-        wait = {sw: runqueue_wait_seconds(pid) for sw, pid in self.switch_pids.items()}
+        wait = {sw: runqueue_wait_s(str(pid)) for sw, pid in self.switch_pids.items()}
         tx = {intf: row[4] for (node, intf), row in last.items()}
         if self._prev is not None:
             t0, cpu0, tx0, wait0 = self._prev
@@ -192,16 +194,6 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def runqueue_wait_seconds(pid: int) -> float | None:
-    """Seconds the process's main thread waited runnable for a CPU (Linux schedstat);
-    None when it is gone or the kernel has no schedstat."""
-    try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def switch_limited_warnings(peaks: dict[str, tuple[float, float, int, float]],

@@ -90,6 +90,19 @@ def sockaddr_in(ip: str, port: int) -> bytes:
     return struct.pack("=H", socket.AF_INET) + struct.pack("!H", port) + socket.inet_aton(ip) + bytes(8)
 
 
+def _vectors(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sendmmsg/recvmmsg's arrays over (m, size) uint8 rows: an iovec per row and an mmsghdr
+    per iovec. The caller keeps both (the kernel reads them through raw addresses)."""
+    m, size = rows.shape
+    iov = np.zeros(m, dtype=_IOVEC)
+    iov["iov_base"] = rows.ctypes.data + size * np.arange(m, dtype=np.uintp)
+    iov["iov_len"] = size
+    hdrs = np.zeros(m, dtype=_MMSGHDR)
+    hdrs["msg_iov"] = iov.ctypes.data + _IOVEC.itemsize * np.arange(m, dtype=np.uintp)
+    hdrs["msg_iovlen"] = 1
+    return iov, hdrs
+
+
 class Sender:
     """Sends rows of a (m, n) uint8 array as m datagrams to one address, blocking (on a
     non-blocking socket: waits until writable) until all have left.
@@ -107,12 +120,7 @@ class Sender:
     def _allocate(self, m: int, size: int) -> None:
         cap = max(m, 2 * len(self._buf), 64)
         self._buf = np.zeros((cap, size), dtype=np.uint8)
-        self._iov = np.zeros(cap, dtype=_IOVEC)
-        self._iov["iov_base"] = self._buf.ctypes.data + size * np.arange(cap, dtype=np.uintp)
-        self._iov["iov_len"] = size
-        self._hdrs = np.zeros(cap, dtype=_MMSGHDR)
-        self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(cap, dtype=np.uintp)
-        self._hdrs["msg_iovlen"] = 1
+        self._iov, self._hdrs = _vectors(self._buf)
         self._hdrs_ptr = self._hdrs.ctypes.data
         self._dst = None
 
@@ -173,12 +181,7 @@ class Receiver:
         self.rows = np.zeros((batch, size), dtype=np.uint8)
         if self.batched:
             self._ctrl = np.zeros((batch, ANC_BYTES), dtype=np.uint8)
-            self._iov = np.zeros(batch, dtype=_IOVEC)
-            self._iov["iov_base"] = self.rows.ctypes.data + size * np.arange(batch, dtype=np.uintp)
-            self._iov["iov_len"] = size
-            self._hdrs = np.zeros(batch, dtype=_MMSGHDR)
-            self._hdrs["msg_iov"] = self._iov.ctypes.data + _IOVEC.itemsize * np.arange(batch, dtype=np.uintp)
-            self._hdrs["msg_iovlen"] = 1
+            self._iov, self._hdrs = _vectors(self.rows)
             self._hdrs["msg_control"] = self._ctrl.ctypes.data + ANC_BYTES * np.arange(batch, dtype=np.uintp)
             self._hdrs_ptr = self._hdrs.ctypes.data
             # views, read after each call: what the kernel wrote
