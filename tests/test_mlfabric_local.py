@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from schemes.mlfabric import wire as W
+from schemes.mlfabric.server import FabricServer
 from tests.async_replay import sha1
 from workers import framing as fr
 from workers.events import read_events
@@ -144,7 +147,8 @@ def check_pulled(events, models, server=None):
 @pytest.mark.parametrize("on_late", ["drop", "aggregate"])
 def test_models_are_numpys_replay_in_applied_order_and_the_replica_follows(tmp_path, on_late):
     events, primary, replica = run_job(tmp_path, 8, tau_max=3, on_late=on_late)
-    assert primary.returncode == 0 and replica.returncode == 0, (tmp_path / "primary.log").read_text()
+    assert primary.returncode == 0 and replica.returncode == 0, \
+        [(tmp_path / f"{s}.log").read_text()[-3000:] for s in ("primary", "replica")]
     ps, rs = stats_of(tmp_path / "primary.log"), stats_of(tmp_path / "replica.log")
     recs = [e["update"] for e in iteration_ends(events) if e["update"]]
     models = replay(recs)
@@ -200,3 +204,41 @@ def test_killing_the_primary_moves_training_to_the_replica_within_d_rep(tmp_path
     models_after = replay(after, models[v0], v0)
     assert sha1(models_after[rs["final_version"]]) == rs["model_sha1"]
     check_pulled(events, models_after, server="replica")
+
+
+def test_the_primary_ends_replication_gracefully_so_the_last_ack_is_not_reset():
+    """At a normal end the primary says BYE, closes the heads channel, and waits for the
+    replica to close the data channel: were the data channel closed first, the replica's
+    last REPL_ACK would meet a reset and the replica would take the primary for dead."""
+    rsock = fr.listen(R_IP, 0)
+    primary = FabricServer(P_IP, 0, 1, 0.1, 3, replica=rsock.getsockname(), d_rep=2, timeout_s=10)
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(stats=primary.serve()), daemon=True)
+    t.start()
+    worker = fr.connect(*primary.address, "primary", 10, 10)
+    worker.send(fr.HELLO, 0)
+    worker.send(fr.MODEL_INIT, 0, np.zeros(8, np.float32))
+    chans = {}
+    for _ in range(2):
+        ch = fr.accept(rsock, 10, "the primary", 10)
+        chans[ch.recv(fr.HELLO, what="HELLO")[1]] = ch
+    data, heads = chans[W.DATA_CHANNEL], chans[W.HEADS_CHANNEL]
+    assert data.recv(fr.MODEL_INIT, what="model")[2].size == 8
+    worker.send(fr.BYE, 0)
+    assert data.recv(what="BYE")[0] == fr.BYE
+    with pytest.raises(fr.PeerError):   # the primary closes the heads channel ...
+        while True:
+            heads.recv(what="heads")
+    time.sleep(0.3)
+    # ... but not the data channel: nothing to read, no EOF, and the ack gets through
+    data.sock.settimeout(0)
+    with pytest.raises(BlockingIOError):
+        data.sock.recv(1, socket.MSG_PEEK)
+    data.sock.settimeout(10)
+    data.send(W.REPL_ACK, 0)
+    data.close()
+    t.join(10)
+    assert not t.is_alive() and out["stats"]["final_version"] == 0
+    heads.close()
+    worker.close()
+    rsock.close()

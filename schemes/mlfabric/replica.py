@@ -47,18 +47,27 @@ class ReplicaServer(FabricServer):
         self.data: fr.Channel | None = None
         self.heads_in: fr.Channel | None = None
         self.stopping = threading.Event()
+        self.serving = False
 
     def stop(self, *_):
-        self.stopping.set()
-        raise Stopped()
+        # Raised only while following or serving: a SIGTERM that lands while the replica
+        # is already ending (closing, printing its stats) must not turn a clean end into
+        # a traceback.
+        if not self.stopping.is_set():
+            self.stopping.set()
+            if self.serving:
+                raise Stopped()
 
     def serve(self) -> dict:
+        self.serving = True
         try:
             try:
                 if self._follow():
                     self._take_over()
             except Stopped:
                 pass
+            finally:
+                self.serving = False
             if self.error and not isinstance(self.error, Stopped):
                 raise self.error
             return self.stats()
@@ -98,7 +107,11 @@ class ReplicaServer(FabricServer):
                                    f"{self.replica_version + 1}'s update belongs")
             self.model -= self.step * arr
             self.replica_version = tag
-            self.data.send(W.REPL_ACK, tag)
+            try:
+                self.data.send(W.REPL_ACK, tag)
+            except fr.PeerError as e:   # the primary died between its update and our ack
+                self._lost(str(e))
+                return True
 
     def _read_heads(self) -> None:
         while True:
@@ -193,7 +206,11 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGTERM, r.stop)
         signal.signal(signal.SIGINT, r.stop)
         return r.serve()
-    return serve_and_report(serve, (fr.PeerError, ValueError))
+    rc = serve_and_report(serve, (fr.PeerError, ValueError))
+    # The stats are out: a late SIGTERM (the testbed ending a replica it saw still alive)
+    # must not turn this clean end into -15 during the interpreter's finalization.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return rc
 
 
 if __name__ == "__main__":

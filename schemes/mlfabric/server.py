@@ -89,6 +89,7 @@ class FabricServer(AsyncServer):
         self.parts: dict[int, dict[int, np.ndarray]] = {}   # group -> worker -> gradient
         self.repl: fr.Channel | None = None
         self.heads: fr.Channel | None = None
+        self.repl_ending = False          # the BYE went out: the replica's EOF is expected
         self.repl_out: queue.Queue | None = None
         self.heads_out: queue.Queue | None = None
         self.grants = {"direct": 0, "grouped": 0, "dropped": 0, "aggregated": 0}
@@ -136,6 +137,17 @@ class FabricServer(AsyncServer):
                 q.put(None)
         for t in self.senders:
             t.join()
+        if self.error is None and self.repl is not None:
+            self._end_replication()
+
+    def _end_replication(self) -> None:
+        """A graceful end: the heads channel closes (the replica reads it to its end), then
+        the primary waits for the replica to close the data channel. Closing the data
+        channel first would reset it under the replica's last REPL_ACK, and the replica
+        would take that for the primary's death."""
+        self.repl_ending = True
+        self.heads.close()
+        self.acks.join(self.timeout_s)
 
     def _handle(self, src, kind: int, tag: int, arr: np.ndarray) -> int:
         """One frame from worker `src` (or "replica"); -> workers that ended with it."""
@@ -333,14 +345,14 @@ class FabricServer(AsyncServer):
         self.repl_out, self.heads_out = queue.Queue(), queue.Queue()
         self.senders += [self._thread(self._sender, self.repl, self.repl_out),
                          self._thread(self._sender, self.heads, self.heads_out)]
-        self._thread(self._acks)
+        self.acks = self._thread(self._acks)
 
     def _acks(self) -> None:
         while True:
             try:
                 f = self.repl.recv(what="the replica's acknowledgement")
             except BaseException as e:
-                if self.error is None and self.replica:
+                if self.error is None and self.replica and not self.repl_ending:
                     self.inbox.put(("replica", fr.PeerError(
                         f"{self.repl.peer}: the replica is gone ({e}); updates can no longer be "
                         f"replicated within d_rep: see its log")))
