@@ -1,12 +1,14 @@
 """Scheme benchmark: iteration time of every scheme and speedup over ps, at three WAN rates.
 
     python3 run.py bench schemes [--bandwidths 25,50,100] [--iterations 6] [--parameters 262144]
-                                 [--dilation 10] [--schemes ps,hier-ps,ring,ina,geo-ina] [--out DIR]
+                                 [--dilation 10] [--schemes ps,hier-ps,ring,ina,geo-ina] [--loss 0]
+                                 [--out DIR]
 
 Scenario: 3 datacenters (Washington DC, Frankfurt, Tokyo: catalog RTTs 91/165/233 ms), one
 rack of 4 workers each (12 workers), full-mesh WAN at each bandwidth (real-world Mbps),
 1 Gbps LAN, zero compute time (so iteration time is synchronisation time), synthetic
-gradients of --parameters float32 values. Time dilation (default 10) keeps the software
+gradients of --parameters float32 values, --loss percent of packets lost per WAN link and
+direction (the model has the loss term too). Time dilation (default 10) keeps the software
 switches' packet rate below what they carry; every figure is reported back in real-world
 seconds. ps runs its server in the first datacenter (co-located with a worker, as MXNet
 is usually deployed); hier-ps's global server too; INA uses k = 64 values per packet.
@@ -42,7 +44,8 @@ SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
 WORKERS_PER_DC = 4
 
 
-def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dilation: float) -> dict:
+def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dilation: float,
+             loss_pct: float = 0.0) -> dict:
     scn = {"name": f"bench-schemes-{scheme}-{wan_mbps:g}", "seed": 11, "time_dilation": dilation,
            "datacenters": [{"name": n, "region": r, "racks": 1, "workers_per_rack": WORKERS_PER_DC}
                            for n, r in (("wdc", "ibm:us-east"), ("fra", "ibm:eu-de"), ("tok", "ibm:jp-tok"))],
@@ -51,6 +54,8 @@ def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dil
                         "uplink": {"bandwidth_mbps": 1000.0, "delay_ms": 0.0}},
            "scheme": scheme, "workload": {"kind": "synthetic", "parameters": parameters},
            "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations}
+    if loss_pct:
+        scn["wan"]["default"]["loss_pct"] = float(loss_pct)
     if scheme in ("ina", "geo-ina"):
         scn["switch"] = {"program": "p4/aggregation.p4", "defines": {"AGG_K": 64}}
     return scn
@@ -94,12 +99,15 @@ def main(argv=None) -> int:
     ap.add_argument("--parameters", type=int, default=262144)
     ap.add_argument("--dilation", type=float, default=10.0)
     ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--loss", type=float, default=0.0, help="WAN loss, percent per link and direction")
     ap.add_argument("--out", default=None, help="keep the runs' results here (default: a temp folder)")
     a = ap.parse_args(argv)
     bws = [float(x) for x in a.bandwidths.split(",")]
     schemes = [s.strip() for s in a.schemes.split(",")]
     if "ps" not in schemes:
         raise SystemExit("error: --schemes must include ps (the speedup baseline)")
+    if not 0 <= a.loss < 100:
+        raise SystemExit(f"error: --loss {a.loss:g}: a percentage in [0, 100)")
     if a.iterations < 2:
         raise SystemExit("error: --iterations must be >= 2 (the first one is warm-up)")
     results: dict[float, dict] = {}
@@ -108,12 +116,13 @@ def main(argv=None) -> int:
         for bw in bws:
             results[bw] = {}
             for s in schemes:
-                row = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation), Path(tmp), out)
+                row = run_one(scenario(s, bw, a.parameters, a.iterations, a.dilation, a.loss), Path(tmp), out)
                 results[bw][s] = row
                 print(f"  {bw:g} Mbps {s}: {_f(row['iteration_period_s'])} s/iteration "
                       f"({len(row['_warnings'])} warning(s))", flush=True)
     print(f"\n{a.parameters} float32 parameters ({4 * a.parameters / 1e6:.2f} MB) per worker, "
-          f"3 DC x {WORKERS_PER_DC} workers, time dilation {a.dilation:g}, real-world seconds")
+          f"3 DC x {WORKERS_PER_DC} workers, WAN loss {a.loss:g}%, time dilation {a.dilation:g}, "
+          f"real-world seconds")
     print(f"{'WAN Mbps':>8} {'scheme':>8} {'s/iter':>8} {'model s':>8} {'ratio':>6} {'comm s':>8} "
           f"{'MB/iter':>8} {'WAN MB':>8} {'speedup':>8}  switch-limited  (model: analytic, "
           f"schemes/<name>/model.py; ratio = measured / model)")
