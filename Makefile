@@ -45,7 +45,7 @@ doctor: setup
 	$(PY) run.py doctor
 
 test: setup
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=25
 
 test-fast: setup
 	$(PY) -m pytest -q -ra -m "not mininet"
