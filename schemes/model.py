@@ -61,6 +61,9 @@ class Prediction:
     terms: dict = field(default_factory=dict)   # name -> seconds, in order; they add up
     limits: dict = field(default_factory=dict)  # every candidate bottleneck, seconds
     notes: list = field(default_factory=list)   # assumptions and non-binding effects
+    # effects the model leaves out that can make a run slower than predicted: the
+    # fidelity warning names them (testbed/fidelity.py)
+    caveats: list = field(default_factory=list)
     kind: str = "model"                 # always "model": this is not a measurement
 
     def largest_term(self) -> tuple[str, float]:
@@ -378,7 +381,7 @@ def common_notes(graph) -> list:
 
 # ---------------------------------------------------------------- assembling
 def assemble(scheme: str, comp: Compute, limits: dict, additive: dict, wan_bytes: float,
-             notes: list) -> Prediction:
+             notes: list, caveats: list = ()) -> Prediction:
     """Iteration = compute (slowest worker) + the binding limit + the additive terms."""
     limits = {k: v for k, v in limits.items() if v is not None}
     bottleneck = max(limits.items(), key=lambda kv: kv[1]) if limits else ("", 0.0)
@@ -391,7 +394,7 @@ def assemble(scheme: str, comp: Compute, limits: dict, additive: dict, wan_bytes
     # measure's comm time starts at each worker's first send: it includes waiting for the
     # slowest worker's compute (BSP), on average max - mean
     return Prediction(scheme, it, comm_after + comp.max_s - comp.mean_s, comp.mean_s, wan_bytes,
-                      terms, limits, notes)
+                      terms, limits, notes, list(caveats))
 
 
 def predict(scheme_name: str, graph, scenario, options=None) -> Prediction:

@@ -273,6 +273,23 @@ def test_fidelity_warning_names_the_largest_term():
     assert warns == [] and sec["measured_over_model"] == pytest.approx(1.0)
 
 
+def test_fidelity_warning_names_its_suspects_from_the_run_and_the_models_caveats():
+    from testbed.fidelity import model_section
+    slow = {"iteration_period_s": 10.0, "retransmissions": 120, "retransmission_rate": 0.012}
+    _, (w,) = model_section(scn("ps"), slow)
+    # congestion loss first (1.2% retransmitted on a lossless WAN), then the gated pull
+    assert w.index("suspect: loss recovery: 120 segment(s) retransmitted (1.20%") < \
+        w.index("suspect: a chunk's sum goes back only when every worker's chunk is in")
+    _, (w,) = model_section(scn("ps", loss=1.0), slow)       # 1.2% against 1% per link: expected
+    assert "loss recovery" not in w and "the pull follows the slowest push stream" in w
+    _, (w,) = model_section(scn("hier-ps"), dict(slow, retransmission_rate=0.0))
+    assert "loss recovery" not in w and "its window grows over the first iterations" in w
+    _, (w,) = model_section(scn("ring"), dict(slow, retransmission_rate=0.0))
+    assert "suspect" not in w                               # nothing known: the largest term only
+    _, (w,) = model_section(scn("ps"), {"iteration_period_s": 1e-3})
+    assert w.endswith("suspect: the model over-estimates (its largest term above is the first to check)")
+
+
 def test_sweep_in_model_mode_predicts_every_point_without_running(tmp_path):
     """run.py sweep --model: one model row per point, every column named model_*; a point
     the scheme's plan refuses is a row with its error, not a crash."""

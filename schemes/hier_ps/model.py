@@ -33,10 +33,13 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
             load.tcp(g_host, h, per)
             wan += [(h, g_host, per), (g_host, h, per)]
     comp = M.compute(graph, scenario, pl.workers)
-    notes = []
+    notes, caveats = [], []
     limits = M.tcp_limits(load, lan + wan, scenario)
     add = tcp_tree_terms(net, load, wan or lan, comp, scenario, 4 * DEFAULT_CHUNK_VALUES + HEADER.size,
-                         notes)
+                         notes, caveats)
     add["propagation (tree depth: longest worker-local server round trip)"] = \
         max((net.rtt(a, b) for a, b, _ in lan), default=0.0) if wan else 0.0
-    return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    caveats.append("each WAN link carries one stream per direction: its window grows over the "
+                   "first iterations (not modelled: the model is the steady state)")
+    return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
+                      caveats)

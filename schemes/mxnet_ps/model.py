@@ -26,11 +26,12 @@ def predict(graph, scenario, o: MxnetPsOptions) -> M.Prediction:
                 load.tcp(host, w, per)
                 flows += [(w, host, per), (host, w, per)]
     comp = M.compute(graph, scenario, pl.workers)
-    notes = []
+    notes, caveats = [], []
     limits = M.tcp_limits(load, flows, scenario)
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
-    add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes)
+    add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes, caveats)
     where = (f"split over {len(pl.info['parts'])} servers" if pl.info["split"] else
              "whole on the first datacenter's server (below bigarray_bound)")
     notes.append(f"placement: MXNet's default, the tensor {where}")
-    return M.assemble("mxnet-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    return M.assemble("mxnet-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
+                      caveats)

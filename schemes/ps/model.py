@@ -52,10 +52,13 @@ def streams(net, load, workers, servers, values, chunk_values=DEFAULT_CHUNK_VALU
     return flows
 
 
-def tcp_tree_terms(net, load, flows, comp, scenario, chunk_payload, notes) -> dict:
+def tcp_tree_terms(net, load, flows, comp, scenario, chunk_payload, notes, caveats=None) -> dict:
     """The additive terms of a streamed push/pull: the longest round trip of a stream,
-    the last chunk's sum coming back through the busiest link, slow start after idle."""
+    the last chunk's sum coming back through the busiest link, slow start after idle.
+    caveats (a list): gets what the terms leave out (gated_pull_caveat)."""
     out = {}
+    if caveats is not None:
+        caveats.append(gated_pull_caveat(load))
     rtt = max((net.rtt(a, b) for a, b, _ in flows), default=0.0)
     out["propagation (longest worker-server round trip)"] = rtt
     _, link = load.serialization()
@@ -75,6 +78,18 @@ def tcp_tree_terms(net, load, flows, comp, scenario, chunk_payload, notes) -> di
                                 f"stream {a}->{b}")
     out["slow start after idle"] = extra
     return out
+
+
+def gated_pull_caveat(load) -> str:
+    """What a streamed push/pull model assumes and TCP does not guarantee (docs/model.md,
+    measured at bench schemes' point): the pull overlaps the push only as far as the
+    slowest push stream keeps pace."""
+    _, link = load.serialization()
+    where = f" ({load.flows[link]} stream(s) through {load.net.label(*link)})" if link else ""
+    return ("a chunk's sum goes back only when every worker's chunk is in, so the pull follows "
+            f"the slowest push stream{where}: TCP streams sharing a drop-tail queue are not fair "
+            "over a few round trips, and pull streams left waiting longer than an RTO restart "
+            "from the initial window; the model assumes the pull keeps pace with the push")
 
 
 def _uses(net, a, b, link) -> bool:
@@ -102,5 +117,6 @@ def predict(graph, scenario, o: PsOptions) -> M.Prediction:
     comp = M.compute(graph, scenario, pl.workers)
     limits = M.tcp_limits(load, flows, scenario)
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
-    add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes)
-    return M.assemble("ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    caveats = []
+    add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes, caveats)
+    return M.assemble("ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph), caveats)
