@@ -43,6 +43,8 @@ ACK_FRAME = ETH + IPV4 + TCP_HDR      # a pure ACK: 66 bytes
 ACK_EVERY = 2                  # delayed ACKs: one ACK per two full segments
 INIT_CWND = 10 * MSS           # Linux's initial window (RFC 6928)
 RTO_MIN_S = 0.200              # Linux's TCP_RTO_MIN, on the emulated clock
+CUBIC_BETA = 0.7               # RFC 8312's beta (Linux: 717/1024; workers/congestion.Aimd.beta)
+CUBIC_C_SEGMENTS = 0.4         # RFC 8312's C, segments / s^3 (Linux's cubic)
 RWND_MAX = 6291456 // 2        # tcp_rmem max (6 MiB, stock Linux) with half kept for overhead
                                # (the scenario's tcp.rmem_bytes when it sets them)
 # Measured on these machines (shared/DESIGN.md, "Scale"): the Python softswitch forwards
@@ -238,7 +240,7 @@ def link_limits(load: Load, scenario) -> dict:
 
 def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
     """The slowest TCP stream when a stream is limited below its fair share by the receive
-    window (RWND_MAX per RTT) or by random loss (Mathis: 1.22 MSS / (RTT sqrt p)).
+    window (RWND_MAX per RTT) or by random loss (tcp_loss_rate: the kernel's law's response).
     flows: (a, b, payload bytes). None when every stream gets its share."""
     worst = None
     for a, b, payload in flows:
@@ -247,9 +249,10 @@ def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
         net = load.net
         rtt, share = net.rtt(a, b), load.share_bps(a, b)
         loss = net.path_loss(a, b)
-        cands = {"receive window": 8 * rwnd_max(scenario) / rtt if rtt > 0 else float("inf"),
-                 "loss (Mathis)": 1.22 * MSS * 8 / (rtt * math.sqrt(loss)) if loss > 0 and rtt > 0
-                 else float("inf")}
+        cands = {"receive window": 8 * rwnd_max(scenario) / rtt if rtt > 0 else float("inf")}
+        law = _tcp(scenario, "congestion_control", "cubic")
+        if loss > 0 and rtt > 0 and law in ("cubic", "reno"):
+            cands[f"loss ({law} response)"] = tcp_loss_rate(loss, rtt, law, scenario)
         why, rate = min(cands.items(), key=lambda kv: kv[1])
         if rate < share:
             t = 8 * tcp_wire(payload)[0] / rate
@@ -257,6 +260,54 @@ def tcp_flow_limit(load: Load, flows, scenario) -> tuple[str, float] | None:
                 worst = (f"{why}: stream {a}->{b} at {rate / 1e6:.3g} Mbps", t)
     return worst
 
+
+
+def response_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
+    """Average congestion window (chunks) of loss-based TCP cutting on a fraction p of its
+    packets (the response functions): AIMD +1 per round trip and x beta per loss,
+    sqrt((1 + beta) / (2 (1 - beta) p)) (beta 0.5: Mathis' 1.22 / sqrt(p)); cubic
+    (RFC 8312, 5.1) the larger of that, at its beta 0.7 (workers/congestion.py keeps Reno's
+    growth as a floor), and (c (3 + beta) / (4 (1 - beta)))^(1/4) (rtt / p)^(3/4), rtt_s in
+    seconds of the clock the sender's cubic runs on (the INA client's: real-world; the
+    kernel's: the emulated wall clock, tcp_loss_rate)."""
+    if p <= 0:
+        return math.inf
+    if law == "reno":
+        return math.sqrt(1.5 / p)
+    aimd = math.sqrt((1 + beta) / (2 * (1 - beta) * p))
+    return max(aimd, (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / p) ** 0.75)
+
+
+def loss_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
+    """Average window (chunks) of a worker that loses a fraction p of its chunks at random
+    and cuts at most once per round trip (workers/congestion.Aimd.on_loss, as TCP NewReno):
+    the cuts follow the loss *event* rate, one event per window with a loss in it,
+    p_e = (1 - (1 - p)^W) / W (TFRC's loss event rate, RFC 5348, 5), so W is the fixed
+    point W = response_window(p_e). At 2 % loss and W ~ 12 that is 6 % more window than
+    response_window(p)."""
+    w = response_window(p, rtt_s, law, c, beta)
+    for _ in range(50):
+        if not math.isfinite(w) or w <= 1:
+            return w
+        p_e = (1.0 - (1.0 - p) ** w) / w
+        nxt = response_window(p_e, rtt_s, law, c, beta)
+        if abs(nxt - w) < 1e-9 * w:
+            return nxt
+        w = nxt
+    return w
+
+
+def tcp_loss_rate(p: float, rtt: float, law: str, scenario) -> float:
+    """Bits / s of a kernel TCP stream losing a fraction p of its segments at random:
+    the response function's window (loss_window: one cut per round trip with a loss,
+    SACK) per round trip. Reno is Mathis' 1.22 MSS / (RTT sqrt p) and clock-free; cubic
+    grows with the time since its last cut on the kernel's clock, which under time
+    dilation s runs on the emulated seconds: its round trip there is rtt x s, so the
+    emulation's cubic regrows faster per round trip than a real host's would (an effect
+    of dilation, stated in docs/model.md)."""
+    clock_rtt = rtt * scenario.time_dilation
+    w = loss_window(p, clock_rtt, law, CUBIC_C_SEGMENTS)
+    return w * MSS * 8 / rtt
 
 
 def tcp_limits(load: Load, flows, scenario) -> dict:

@@ -165,7 +165,7 @@ def test_ina_serialization_and_window_limits():
 
 
 def test_ina_loss_caps_the_window_by_the_response_function():
-    from schemes.ina.model import loss_window, response_window
+    from schemes.model import loss_window, response_window
     # geo-ina, 2 DCs x 2: a chunk needs d1's partial sum up the WAN and, for d1's workers,
     # the result back down it: 1 - 0.99^2 of the chunks are lost at 1 % per WAN direction
     p_chunk = 1 - 0.99 ** 2

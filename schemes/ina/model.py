@@ -15,7 +15,6 @@ from schemes.ina.plan import tree_for
 from workers.agg_packet import frame_bytes
 from workers.congestion import cubic_c
 
-CUBIC_BETA = 0.7                        # workers/congestion.Aimd.beta
 
 
 def model_for(shape: str):
@@ -39,40 +38,6 @@ def chunk_loss(net: M.Net, tree, worker: str) -> float:
     root = tree.points[tree.root].switch
     up = [(c.node, p.switch) for p in tree.points.values() for c in p.children]
     return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(root, worker)])
-
-
-def response_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
-    """Average congestion window (chunks) of loss-based TCP cutting on a fraction p of its
-    packets (the response functions): AIMD +1 per round trip and x beta per loss,
-    sqrt((1 + beta) / (2 (1 - beta) p)) (beta 0.5: Mathis' 1.22 / sqrt(p)); cubic
-    (RFC 8312, 5.1) the larger of that, at its beta 0.7 (workers/congestion.py keeps Reno's
-    growth as a floor), and (c (3 + beta) / (4 (1 - beta)))^(1/4) (rtt / p)^(3/4), rtt in
-    real-world seconds."""
-    if p <= 0:
-        return math.inf
-    if law == "reno":
-        return math.sqrt(1.5 / p)
-    aimd = math.sqrt((1 + beta) / (2 * (1 - beta) * p))
-    return max(aimd, (c * (3 + beta) / (4 * (1 - beta))) ** 0.25 * (rtt_s / p) ** 0.75)
-
-
-def loss_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
-    """Average window (chunks) of a worker that loses a fraction p of its chunks at random
-    and cuts at most once per round trip (workers/congestion.Aimd.on_loss, as TCP NewReno):
-    the cuts follow the loss *event* rate, one event per window with a loss in it,
-    p_e = (1 - (1 - p)^W) / W (TFRC's loss event rate, RFC 5348, 5), so W is the fixed
-    point W = response_window(p_e). At 2 % loss and W ~ 12 that is 6 % more window than
-    response_window(p)."""
-    w = response_window(p, rtt_s, law, c, beta)
-    for _ in range(50):
-        if not math.isfinite(w) or w <= 1:
-            return w
-        p_e = (1.0 - (1.0 - p) ** w) / w
-        nxt = response_window(p_e, rtt_s, law, c, beta)
-        if abs(nxt - w) < 1e-9 * w:
-            return nxt
-        w = nxt
-    return w
 
 
 def predict_trees(scheme: str, graph, scenario, trees, k: int,
@@ -118,7 +83,7 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
             continue
         name = "" if len(trees) == 1 else f"job {tree.job}: "
         if t.congestion_control and t.loss_response == "cut":
-            w = loss_window(p, rtt, t.congestion_law, cubic_c(frame))
+            w = M.loss_window(p, rtt, t.congestion_law, cubic_c(frame))
             if w < tree.window:
                 limits[f"{name}loss: {100 * p:.2g} % of chunks lost, every loss cuts the window: "
                        f"{w:.1f} chunks per {rtt * 1000:.0f} ms round trip on average "
