@@ -21,7 +21,7 @@ gymnasium is imported here only: the flow model and the policies work without it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
 
 import gymnasium as gym
@@ -92,6 +92,7 @@ class Regime:
     bytes: float             # V, every datacenter
     chunks: int
     ref_s: float             # the reference time
+    down_s: float            # root -> farthest gateway, one way (the result)
 
 
 def draw_regime(cfg: RegimeConfig, rng: np.random.Generator) -> Regime:
@@ -118,7 +119,8 @@ def draw_regime(cfg: RegimeConfig, rng: np.random.Generator) -> Regime:
     volume = chunks * frame_bytes(cfg.k)
     rates = [a["rate_bps"] for _, _, a in wan.edges(data=True)]
     ref = base + 8 * volume / float(np.median(rates)) + 2 * max(a["delay_ms"] for _, _, a in wan.edges(data=True)) / 1000
-    return Regime(wan, root, paths, compute, float(volume), chunks, ref)
+    far = nx.single_source_dijkstra_path_length(wan, root, weight="delay_ms")
+    return Regime(wan, root, paths, compute, float(volume), chunks, ref, max(far.values()) / 1000)
 
 
 class L3dmlEnv(gym.Env):
@@ -131,7 +133,7 @@ class L3dmlEnv(gym.Env):
             unknown = set(overrides) - known
             if unknown:
                 raise ValueError(f"unknown RegimeConfig field(s) {sorted(unknown)}: use {sorted(known)}")
-            cfg = RegimeConfig(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, **overrides})
+            cfg = replace(cfg, **overrides)
         self.cfg = cfg
         self.slots, self.k = cfg.dcs[1], cfg.paths
         self.per_dc = 5 + 4 * self.k
@@ -211,9 +213,7 @@ class L3dmlEnv(gym.Env):
         for d in sorted(r.paths):
             start = r.compute_s[d] * max(0.1, 1 + cfg.compute_jitter * rng.standard_normal())
             streams.append(F.Stream(d, gateway_id(d), r.bytes, start, cfg.lan_mbps * 1e6, r.paths[d]))
-        down = max(sum(wan.edges[u, v]["delay_ms"] for u, v in zip(p, p[1:])) for p in
-                   (nx.shortest_path(wan, r.root, gateway_id(d), weight="delay_ms") for d in r.paths)) / 1000
-        return F.Iteration(wan, r.root, tuple(streams), down, r.chunks)
+        return F.Iteration(wan, r.root, tuple(streams), r.down_s, r.chunks)
 
     def _observe(self) -> np.ndarray:
         r, it, ref = self.regime, self.iteration, self.regime.ref_s

@@ -34,7 +34,12 @@ import networkx as nx
 import numpy as np
 
 from control.routes import _weight as route_weight
+from schemes import model as M
+from schemes.ina.options import InaOptions
+from schemes.ina.plan import tree_for
 from schemes.l3dml import fluid
+from topologies.graph import hosts_by_dc
+from workers.agg_packet import frame_bytes
 
 MAX_PATHS = 3
 
@@ -60,9 +65,6 @@ class Iteration:
     streams: tuple[Stream, ...]
     down_s: float                       # one-way delay root -> farthest worker (the result)
     chunks: int                         # aggregation slots one iteration uses
-
-    def stream(self, dc: int) -> Stream:
-        return next(s for s in self.streams if s.dc == dc)
 
     def path_delay_s(self, path) -> float:
         return sum(self.wan.edges[u, v]["delay_ms"] for u, v in zip(path, path[1:])) / 1000.0
@@ -154,12 +156,6 @@ def iteration_for(graph: nx.Graph, scenario, options=None, k: int = MAX_PATHS) -
     datacenter, t_d = the mean over iterations of the datacenter's slowest worker's compute
     (schemes.model.compute) + the longest worker -> gateway delay; the result's way down is
     the longest root -> worker delay; the window geo-ina's plan gives the tree."""
-    from schemes import model as M
-    from schemes.ina.options import InaOptions
-    from schemes.ina.plan import tree_for
-    from topologies.graph import hosts_by_dc
-    from workers.agg_packet import frame_bytes
-
     if options is None:     # the scenario's own options when it runs geo-ina
         options = InaOptions(**(scenario.scheme_options or {})) if scenario.scheme == "geo-ina" \
             else InaOptions()
