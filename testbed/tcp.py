@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from testbed.fidelity import configured_loss
 from workers.framing import TCP_CONGESTION_ENV
 
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -43,11 +44,10 @@ def dilation_warnings(scn) -> list[str]:
     time dilation s that clock runs the emulated seconds, so after a loss cubic regrows
     far faster per round trip than on a real host, and lossy TCP streams run faster than a
     real cluster's would (docs/model.md). Reno's growth is per round trip: clock-free."""
-    s, law = scn.time_dilation, scn.tcp.congestion_control
-    lossy = [scn.wan.default.loss_pct or 0.0] + [e.loss_pct or 0.0 for e in scn.wan.edges]
-    if s <= 1 or law != "cubic" or max(lossy) <= 0:
+    s, law, loss = scn.time_dilation, scn.tcp.congestion_control, configured_loss(scn)
+    if s <= 1 or law != "cubic" or loss <= 0:
         return []
-    return [f"TCP cubic under time dilation {s:g} with {max(lossy):g}% WAN loss: cubic regrows on "
+    return [f"TCP cubic under time dilation {s:g} with {100 * loss:g}% WAN loss: cubic regrows on "
             f"the emulated clock, faster per round trip than on a real host, so lossy TCP streams run "
             f"faster here than on a real cluster; for a real cluster's numbers set "
             f"tcp.congestion_control: reno (clock-free) or time_dilation: 1 (docs/model.md)"]
