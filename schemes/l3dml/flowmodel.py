@@ -102,12 +102,11 @@ class Outcome:
 
 # ---------------------------------------------------------------- network
 def wan_digraph(graph: nx.Graph) -> nx.DiGraph:
-    """The WAN of an undilated graph as directed gateway links. A direction's rate is
-    the edge's bandwidth_mbps unless it has its own (direction_mbps, as schemes/model.py
-    reads it)."""
+    """The WAN of an undilated graph as directed gateway links, each direction at its own
+    rate (schemes.model.Net.rate_bps: direction_mbps when the edge has one)."""
     if graph.graph.get("dilated", 1.0) != 1.0:
         raise ValueError("the flow model takes the real-world graph (build_graph, not dilate_graph)")
-    wan = nx.DiGraph()
+    wan, net = nx.DiGraph(), M.Net(graph)
     for n, a in graph.nodes(data=True):
         if a["role"] == "gateway":
             wan.add_node(n, dc_index=a["dc_index"])
@@ -115,8 +114,7 @@ def wan_digraph(graph: nx.Graph) -> nx.DiGraph:
         if a["kind"] != "wan":
             continue
         for x, y in ((u, v), (v, u)):
-            mbps = (a.get("direction_mbps") or {}).get(x, a["bandwidth_mbps"])
-            wan.add_edge(x, y, rate_bps=mbps * 1e6, delay_ms=a["delay_ms"])
+            wan.add_edge(x, y, rate_bps=net.rate_bps(x, y), delay_ms=a["delay_ms"])
     return wan
 
 
