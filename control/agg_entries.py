@@ -9,6 +9,10 @@ For every aggregation point hosted by a switch (docs/protocol.md, "Control plane
 A point holding fewer slots than its job's window (control/agg_tree.py, point_slots) gets
 MyIngress.agg_point_bypass instead, the same parameters plus <bypass_base> <bypass_fan_in>,
 and only its own slots of the switch's registers.
+A switch given a timer loop (TimerLoop: docs/protocol.md, "Lossless links between
+aggregation points") repairs the links from its non-root points to their parents:
+  mirroring_add <session> <loop out port>                        once per switch
+  table_add MyIngress.agg_repair MyIngress.repair_point <job> <address> => <loop in port> <session> <backoff_mask>
 plus /32 routes toward each global aggregation address (rack and datacenter addresses
 lie inside the /24s that control/routes.py already routes to their switch). A point run by
 a host (a server at the root of an InArt tree) gets no switch commands: its parent-facing
@@ -21,6 +25,7 @@ handles from the replies. Pure functions except `push`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import networkx as nx
 
@@ -36,6 +41,30 @@ FIRST_GROUP = 1
 _NODE_REF = re.compile(r"\$n(\d+)")
 _HANDLE = re.compile(r"handle (\d+)")
 _ENTRY_HANDLE = re.compile(r"added with handle (\d+)")
+REPAIR_TABLE, REPAIR_ACTION = "MyIngress.agg_repair", "MyIngress.repair_point"
+TIMER_SESSION = 250          # clone session of the timer loop (any id the switch has free)
+
+
+@dataclass(frozen=True)
+class TimerLoop:
+    """A switch's repair timer loop: a frame leaving on out_port comes back on in_port
+    after the repair timeout (the loop's delay, set where the loop is built). After the
+    re-sends on passes 1, 2, 4, ..., a waiting copy is re-sent every backoff_mask + 1
+    passes (0: every pass), so a parent that waits for a straggler sees few duplicates."""
+    out_port: int
+    in_port: int
+    session: int = TIMER_SESSION
+    backoff_mask: int = 7
+
+    def __post_init__(self):
+        for name in ("out_port", "in_port"):
+            if not 0 <= getattr(self, name) < 511:
+                raise ValueError(f"timer loop {name} must be a switch port 0..510 "
+                                 f"(got {getattr(self, name)})")
+        m = self.backoff_mask
+        if not 0 <= m <= 127 or m & (m + 1):
+            raise ValueError(f"backoff_mask must be 2^c - 1 with c in 0..7 (re-send every 2^c "
+                             f"passes), got {m}")
 
 
 def _port_toward(g: nx.Graph, switch: str, node: str) -> int:
@@ -45,12 +74,15 @@ def _port_toward(g: nx.Graph, switch: str, node: str) -> int:
 
 def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS,
                     reset_registers: bool = True, slot_base: int = 0,
-                    first_group: int = FIRST_GROUP, first_rid: int = 1) -> dict[str, list[str]]:
+                    first_group: int = FIRST_GROUP, first_rid: int = 1,
+                    loops: dict[str, TimerLoop] | None = None) -> dict[str, list[str]]:
     """Commands per switch for all jobs' trees together (slot ranges, groups and
     replication ids must not collide between jobs on one switch). The points take slots
     slot_base .. slot_base + slots - 1, groups from first_group, replication ids from
     first_rid: a second set of trees installed beside a first one (InArt's re-planning)
-    passes ranges the first does not use."""
+    passes ranges the first does not use. loops: the switches with a timer loop, whose
+    non-root points repair the link to their parent."""
+    loops = loops or {}
     jobs = [t.job for t in trees]
     if len(set(jobs)) != len(jobs):
         raise ValueError(f"job ids must be unique, got {jobs}")
@@ -88,6 +120,12 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
                             f"{bypass_fan_in(tree, p)}")
             else:
                 cmds.append(f"table_add {AGG_TABLE} {AGG_ACTION} {params}")
+            loop = loops.get(p.switch)
+            if loop and parent is not None:
+                if f"mirroring_add {loop.session} {loop.out_port}" not in cmds:
+                    cmds.append(f"mirroring_add {loop.session} {loop.out_port}")
+                cmds.append(f"table_add {REPAIR_TABLE} {REPAIR_ACTION} {p.job} {p.address} => "
+                            f"{loop.in_port} {loop.session} {loop.backoff_mask}")
             cmds.append(f"mc_mgrp_create {grp}")
             sw_rids = rids.setdefault(p.switch, {})
             for c in p.children:
@@ -158,6 +196,8 @@ def removal_commands(commands: list[str], replies: list[str]) -> list[str]:
             unlink += [f"mc_node_dissociate {words[1]} {node}", f"mc_node_destroy {node}"]
         elif words[0] == "mc_mgrp_create":
             groups.append(f"mc_mgrp_destroy {words[1]}")
+        elif words[0] == "mirroring_add":
+            groups.append(f"mirroring_delete {words[1]}")
         elif words[0] == "table_add":
             m = _ENTRY_HANDLE.search(reply)
             if not m:

@@ -24,6 +24,16 @@
  *                                      -> forward it unaggregated to the parent as
  *                                         child bypass_base + sender (ATP-like
  *                                         fallback to the parameter server)
+ * Lossless links between aggregation points (a point with an agg_repair entry): when
+ * the point sends its partial sum up, an I2E clone of the completing contribution goes
+ * into the switch's timer loop (a port whose frames come back after the repair
+ * timeout: the emulation of a Tofino packet generator's timer, per slot copy). When it
+ * comes back as a TIMER packet:
+ *   copy still waits for the parent's result  -> re-send the stored partial sum up
+ *                                               (on passes 1, 2, 4, 8, ... then every
+ *                                               2^cap), loop again
+ *   result here, or the copy moved on         -> drop (the timer ends)
+ * so a partial sum or a result lost between two points is repaired by the switches.
  * Registers are indexed by ((slot_base + slot) << 1) | shadow.
  * P4 has no loops, so the k per-value statements of accumulate / load_values /
  * store_values and the k value registers are written out (most of this file's
@@ -53,6 +63,12 @@ const bit<32> EV_RESULT_STORE = 9;   /* result from the parent kept */
 const bit<32> EV_RESULT_DROP  = 10;  /* result that matches no completed generation */
 const bit<32> EV_BAD          = 11;  /* malformed: k, slot range, shadow bit, sender */
 const bit<32> EV_BYPASS       = 12;  /* slot beyond num_slots forwarded to the parent as is */
+const bit<32> EV_TIMER_DONE   = 13;  /* a repair timer found the result in (or the copy reused) */
+const bit<32> EV_REPAIR       = 14;  /* a repair timer re-sent the partial sum up */
+const bit<32> EV_REPAIR_GIVEUP = 15; /* a repair timer ended after REPAIR_MAX_PASSES passes */
+
+const bit<8> REPAIR_MAX_PASSES = 254; /* then the workers' retransmissions take over */
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 
 const bit<8> ST_RESULT_VALID = 0x01; /* r_state: the copy holds the final result */
 
@@ -67,6 +83,10 @@ struct agg_meta_t {
     bit<8>  parent_fan_in;
     bit<8>  bypass_base;   /* a bypassed worker is child bypass_base + sender at the parent */
     bit<8>  bypass_fan_in; /* 0: no bypass (slots beyond num_slots are malformed) */
+    bit<1>  repair;       /* agg_repair hit: this point repairs the link to its parent */
+    bit<9>  timer_port;   /* the port the timer loop delivers TIMER packets on */
+    bit<32> timer_session;/* clone session whose port is the timer loop's entrance */
+    bit<8>  backoff_mask; /* after the powers of two, re-send every backoff_mask + 1 passes */
     bit<32> idx;
     bit<32> cur_gen;
     bit<32> bitmap;
@@ -257,6 +277,22 @@ control MyIngress(inout headers hdr, inout metadata meta,
     table agg_points {
         key = { hdr.agg.job: exact; hdr.ipv4.dstAddr: exact; }
         actions = { agg_point; agg_point_bypass; NoAction; }
+        size = 256;
+        default_action = NoAction();
+    }
+
+    /* Points that repair the link to their parent themselves (docs/protocol.md,
+     * "Lossless links between aggregation points"). A separate table, so that points
+     * without repair (and programs driven by older control planes) stay as they were. */
+    action repair_point(bit<9> timer_port, bit<32> timer_session, bit<8> backoff_mask) {
+        meta.agg.repair = 1;
+        meta.agg.timer_port = timer_port;
+        meta.agg.timer_session = timer_session;
+        meta.agg.backoff_mask = backoff_mask;
+    }
+    table agg_repair {
+        key = { hdr.agg.job: exact; hdr.ipv4.dstAddr: exact; }
+        actions = { repair_point; NoAction; }
         size = 256;
         default_action = NoAction();
     }
@@ -521,17 +557,22 @@ control MyIngress(inout headers hdr, inout metadata meta,
     apply {
         meta.agg.route = 1;
         meta.agg.mcast = 0;
+        meta.agg.repair = 0;
         if (!hdr.ipv4.isValid() || standard_metadata.checksum_error == 1 || hdr.ipv4.ttl <= 1) {
             meta.agg.route = 0;
             drop();
         } else if (hdr.agg.isValid()) {
             if (agg_points.apply().hit) {
                 meta.agg.route = 0;
+                if (meta.agg.is_root == 0) {
+                    agg_repair.apply();
+                }
+                bool timer = (hdr.agg.flags & AGG_FLAG_TIMER) != 0;
                 bool well_formed = hdr.vals.isValid() && hdr.agg.k == AGG_K
                         && hdr.agg.gen != 0 && hdr.agg.shadow == hdr.agg.gen[0:0];
                 if (well_formed && (bit<32>)hdr.agg.slot >= meta.agg.num_slots
                         && meta.agg.bypass_fan_in != 0 && meta.agg.is_root == 0
-                        && (hdr.agg.flags & AGG_FLAG_RESULT) == 0) {
+                        && (hdr.agg.flags & (AGG_FLAG_RESULT | AGG_FLAG_TIMER)) == 0) {
                     /* Results of bypassed slots come from the parent to the workers'
                      * addresses and are routed, so only contributions get here. */
                     if (hdr.agg.sender >= meta.agg.fan_in || hdr.agg.sender >= 32) {
@@ -542,7 +583,10 @@ control MyIngress(inout headers hdr, inout metadata meta,
                     }
                 } else if (!well_formed
                         || (bit<32>)hdr.agg.slot >= meta.agg.num_slots
-                        || meta.agg.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS) {
+                        || meta.agg.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS
+                        || (timer && (meta.agg.repair == 0
+                                      || standard_metadata.ingress_port != meta.agg.timer_port))) {
+                    /* A TIMER packet is only ever this switch's own, off its timer loop. */
                     agg_events.count(EV_BAD);
                     drop();
                 } else {
@@ -552,7 +596,33 @@ control MyIngress(inout headers hdr, inout metadata meta,
                     r_bitmap.read(meta.agg.bitmap, meta.agg.idx);
                     r_count.read(meta.agg.count, meta.agg.idx);
                     r_state.read(meta.agg.state, meta.agg.idx);
-                    if ((hdr.agg.flags & AGG_FLAG_RESULT) != 0) {
+                    if (timer) {
+                        /* The copy still waits for its result only while it holds this
+                         * generation, complete, without RESULT_VALID. Read-only: a timer
+                         * never changes the copy, so it cannot break exactly-once. */
+                        if (hdr.agg.gen == meta.agg.cur_gen && meta.agg.count == meta.agg.fan_in
+                                && (meta.agg.state & ST_RESULT_VALID) == 0) {
+                            bit<8> pass = hdr.agg.fan_in + 1;  /* fan_in counts earlier passes */
+                            if (pass > REPAIR_MAX_PASSES) {
+                                agg_events.count(EV_REPAIR_GIVEUP);
+                                drop();
+                            } else {
+                                /* loop again (egress counts the pass), re-send on passes
+                                 * 1, 2, 4, 8, ... and every backoff_mask + 1 */
+                                clone(CloneType.I2E, meta.agg.timer_session);
+                                if ((pass & (pass - 1)) == 0 || (pass & meta.agg.backoff_mask) == 0) {
+                                    load_values();
+                                    agg_events.count(EV_REPAIR);
+                                    send_up(AGG_FLAG_RETX);
+                                } else {
+                                    drop();
+                                }
+                            }
+                        } else {
+                            agg_events.count(EV_TIMER_DONE);
+                            drop();
+                        }
+                    } else if ((hdr.agg.flags & AGG_FLAG_RESULT) != 0) {
                         /* Result from the parent: only for our completed, current generation. */
                         if (meta.agg.is_root == 0 && hdr.agg.gen == meta.agg.cur_gen
                                 && meta.agg.count == meta.agg.fan_in) {
@@ -613,6 +683,11 @@ control MyIngress(inout headers hdr, inout metadata meta,
                                     multicast_result();
                                 } else {
                                     send_up(0);
+                                    if (meta.agg.repair == 1) {
+                                        /* start the copy's repair timer: the completing
+                                         * contribution, as received, names the copy */
+                                        clone(CloneType.I2E, meta.agg.timer_session);
+                                    }
                                 }
                             } else {
                                 drop();
@@ -645,7 +720,17 @@ control MyEgress(inout headers hdr, inout metadata meta,
         default_action = drop();
     }
     apply {
-        if (meta.agg.mcast == 1) {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE
+                && hdr.agg.isValid()) {
+            /* Into the timer loop: the clone of a completing contribution becomes the
+             * copy's timer (pass count 0 in fan_in); a timer's clone counts one more pass. */
+            if ((hdr.agg.flags & AGG_FLAG_TIMER) == 0) {
+                hdr.agg.flags = AGG_FLAG_TIMER;
+                hdr.agg.fan_in = 0;
+            } else {
+                hdr.agg.fan_in = hdr.agg.fan_in + 1;
+            }
+        } else if (meta.agg.mcast == 1) {
             agg_children.apply();
         }
     }

@@ -13,7 +13,9 @@ import struct
 from workers import agg_packet as ap
 
 EV = dict(NEW=0, ADD=1, COMPLETE=2, UP=3, MCAST=4, DUP_ANSWER=5, DUP_RESEND=6, DUP_DROP=7,
-          STALE=8, RESULT_STORE=9, RESULT_DROP=10, BAD=11, BYPASS=12)
+          STALE=8, RESULT_STORE=9, RESULT_DROP=10, BAD=11, BYPASS=12, TIMER_DONE=13,
+          REPAIR=14, REPAIR_GIVEUP=15)
+REPAIR_MAX_PASSES = 254
 RESULT_VALID = 0x01
 M32 = 0xFFFFFFFF
 
@@ -30,6 +32,8 @@ class ModelSwitch:
     def __init__(self, k: int = 32, slots: int = 2048):
         self.k, self.size = k, 2 * slots
         self.points = {}                 # (job, addr) -> dict of params
+        self.repair = {}                 # (job, addr) -> (timer_port, session, backoff_mask)
+        self.sessions = {}               # clone session -> port
         self.children = {}               # rid -> (addr, mac)
         self.routes = []                 # (net, plen, mac, port)
         self.groups, self.nodes = {}, []  # grp -> [node handles]; handle -> (rid, port)
@@ -53,6 +57,10 @@ class ModelSwitch:
                                             index=int(a[6]), parent_fan_in=int(a[7]),
                                             bypass_base=int(a[8]) if bypass else 0,
                                             bypass_fan_in=int(a[9]) if bypass else 0)
+        elif w[:3] == ["table_add", "MyIngress.agg_repair", "MyIngress.repair_point"]:
+            self.repair[(int(w[3]), _ip(w[4]))] = (int(w[6]), int(w[7]), int(w[8]))
+        elif w[0] == "mirroring_add":
+            self.sessions[int(w[1])] = int(w[2])
         elif w[:3] == ["table_add", "MyEgress.agg_children", "MyEgress.set_child"]:
             self.children[int(w[3])] = (_ip(w[5]), _mac(w[6]))
         elif w[:3] == ["table_add", "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward"]:
@@ -109,15 +117,30 @@ class ModelSwitch:
         p = self.points.get((job, dst))
         if p is None:
             return self._route(f)
-        return self._aggregate(f, p)
+        repair = self.repair.get((job, dst)) if p["is_root"] == 0 else None
+        return self._aggregate(f, p, port, repair, data)
 
-    def _aggregate(self, f: bytearray, p):
+    def _timer_clone(self, session: int, original: bytes):
+        """The I2E clone into the timer loop (egress: a contribution becomes the copy's
+        timer, pass count 0 in fan_in; a timer counts one more pass), or none without the
+        session (BMv2 drops a clone to an unknown session)."""
+        if session not in self.sessions:
+            return []
+        c = bytearray(original)
+        if c[43] & ap.TIMER:
+            c[55] = (c[55] + 1) & 0xFF
+        else:
+            c[43], c[55] = ap.TIMER, 0
+        return [(self.sessions[session], self._finish(c))]
+
+    def _aggregate(self, f: bytearray, p, port: int, repair, original: bytes):
         k, ev = self.k, self.events
-        flags, w, gen, _off, sender, _fan, _exp, kk = struct.unpack_from("!BHIIBBbB", f, 43)
+        flags, w, gen, _off, sender, fan, _exp, kk = struct.unpack_from("!BHIIBBbB", f, 43)
         shadow, slot = w >> 15, w & 0x7FFF
+        timer = bool(flags & ap.TIMER)
         well_formed = len(f) >= 58 + 4 * k and kk == k and gen != 0 and shadow == gen & 1
         if well_formed and slot >= p["n"] and p["bypass_fan_in"] != 0 and p["is_root"] == 0 \
-                and not flags & ap.RESULT:
+                and not flags & (ap.RESULT | ap.TIMER):
             if sender >= p["fan_in"] or sender >= 32:
                 ev[EV["BAD"]] += 1
                 return []
@@ -126,7 +149,8 @@ class ModelSwitch:
             f[40:42] = b"\0\0"
             ev[EV["BYPASS"]] += 1
             return self._route(f)
-        if not well_formed or slot >= p["n"] or p["base"] + slot >= self.size // 2:
+        if not well_formed or slot >= p["n"] or p["base"] + slot >= self.size // 2 \
+                or (timer and (repair is None or port != repair[0])):
             ev[EV["BAD"]] += 1
             return []
         vals = list(struct.unpack_from(f"!{k}I", f, 58))
@@ -165,6 +189,20 @@ class ModelSwitch:
                 out.append((port, self._finish(r)))
             return out
 
+        if timer:
+            if gen == cur and count == p["fan_in"] and not state & RESULT_VALID:
+                n = (fan + 1) & 0xFF
+                if n > REPAIR_MAX_PASSES:
+                    ev[EV["REPAIR_GIVEUP"]] += 1
+                    return []
+                out = self._timer_clone(repair[1], original)
+                if n & (n - 1) == 0 or n & repair[2] == 0:
+                    set_vals(self.vals[idx])
+                    ev[EV["REPAIR"]] += 1
+                    out += send_up(ap.RETX)
+                return out
+            ev[EV["TIMER_DONE"]] += 1
+            return []
         if flags & ap.RESULT:
             if p["is_root"] == 0 and gen == cur and count == p["fan_in"]:
                 state = state | RESULT_VALID | (flags & ap.OVERFLOW)
@@ -208,5 +246,8 @@ class ModelSwitch:
         set_vals(new)
         if count == p["fan_in"]:
             ev[EV["COMPLETE"]] += 1
-            return multicast() if p["is_root"] == 1 else send_up(0)
+            if p["is_root"] == 1:
+                return multicast()
+            up = send_up(0)
+            return (self._timer_clone(repair[1], original) if repair else []) + up
         return []

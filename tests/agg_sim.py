@@ -6,7 +6,9 @@ WAN included. Switches are anything with execute(cmd) and process(port, frame)
 (the softswitch or tests/agg_model.ModelSwitch), programmed with the real control
 plane output (control/routes.py + control/agg_entries.py). A tree rooted at a host (InArt's
 parameter server) has its root run there by schemes/inart/root_engine.RootEngine, with the
-children per slot range the control plane gives (agg_tree.root_slot_ranges).
+children per slot range the control plane gives (agg_tree.root_slot_ranges). A switch may
+have a timer loop (docs/protocol.md, "Lossless links between aggregation points"): what it
+sends on LOOP_PORT comes back to it on that port after the loop's delay, never lost.
 """
 from __future__ import annotations
 
@@ -18,12 +20,15 @@ import networkx as nx
 import numpy as np
 
 from control import routes
-from control.agg_entries import push, switch_commands
+from control.agg_entries import TimerLoop, push, switch_commands
 from control.agg_tree import AggTree, hosted_by_switch, root_slot_ranges
 from schemes.inart.root_engine import RootEngine
 from workers import agg_packet as ap
 from workers.ina_client import ClientConfig, Send
 from workers.ina_core import make_client
+
+
+LOOP_PORT = 300              # the timer loop's port on a switch that has one
 
 
 @dataclass
@@ -56,6 +61,9 @@ class Sim:
     clients: dict                       # (job, host) -> InaClient (or its C core)
     faults: Faults
     servers: dict = field(default_factory=dict)   # host -> [RootEngine] it runs
+    loops: dict = field(default_factory=dict)     # switch -> its timer loop's delay (s)
+    # drop(frm, to, frame) -> True: lose this packet (a deterministic loss, beside faults)
+    drop: object = None
     now: float = 0.0
     stats: SimStats = field(default_factory=SimStats)
 
@@ -72,6 +80,9 @@ class Sim:
 
     # ---------------------------------------------------------------- links
     def _send(self, frm: str, to: str, frame: bytes, faults: bool = True):
+        if self.drop is not None and self.drop(frm, to, frame):
+            self.stats.lost += 1
+            return
         a = self.g.edges[frm, to]
         start = self.now
         if self.faults.rate_pps and a["kind"] in self.faults.queue_kinds:
@@ -113,9 +124,12 @@ class Sim:
                         self._host_send(to, c.on_packet(parsed[2], self.now))
             return
         self.stats.switch_packets += 1
-        in_port = self.g.edges[frm, to]["ports"][to]
+        in_port = LOOP_PORT if frm == to else self.g.edges[frm, to]["ports"][to]
         for port, out in self.switches[to].process(in_port, frame):
-            self._send(to, self.port_peer[(to, port)], out)
+            if port == LOOP_PORT and to in self.loops:
+                heapq.heappush(self.queue, (self.now + self.loops[to], next(self.tie), to, to, out))
+            else:
+                self._send(to, self.port_peer[(to, port)], out)
 
     # ---------------------------------------------------------------- run
     def start(self, tensors: dict, exponent=0):
@@ -151,12 +165,17 @@ class Sim:
 
 
 def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = Faults(),
-              k: int = 32, **client_opts) -> Sim:
+              k: int = 32, loops: dict | None = None, backoff_mask: int = 7,
+              **client_opts) -> Sim:
     """Program every switch with routes + aggregation entries; one client per (job, worker);
     a root engine at the host of every tree rooted at one. The clients are the reference
-    InaClient unless client_opts name another `core` (workers/ina_core.make_client)."""
+    InaClient unless client_opts name another `core` (workers/ina_core.make_client).
+    loops: {switch: delay in s} gives those switches a timer loop (repair timeout)."""
+    loops = loops or {}
     route_cmds = routes.table_commands(g)
-    agg_cmds = switch_commands(g, trees)
+    agg_cmds = switch_commands(g, trees, loops={sw: TimerLoop(LOOP_PORT, LOOP_PORT,
+                                                              backoff_mask=backoff_mask)
+                                                for sw in loops})
     switches = {}
     for sw in route_cmds:
         s = make_switch(sw)
@@ -173,7 +192,7 @@ def build_sim(g: nx.Graph, make_switch, trees: list[AggTree], faults: Faults = F
         if not hosted_by_switch(g, root):
             servers.setdefault(root.switch, []).append(
                 RootEngine.with_ranges(t.job, t.window, root_slot_ranges(t), k))
-    return Sim(g, switches, clients, faults, servers)
+    return Sim(g, switches, clients, faults, servers, loops)
 
 
 def random_tensors(trees, length: int, seed: int, bound: int = 2**31 // 64):

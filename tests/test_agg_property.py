@@ -32,10 +32,14 @@ def _graph(layout):
     return _graphs[layout]
 
 
-def run_case(kind, layout, window, length, loss, dup, reorder_ms, seed, iterations=2):
+def run_case(kind, layout, window, length, loss, dup, reorder_ms, seed, iterations=2, repair=None):
+    """repair: None, or the timer loops' delay (s) at every switch with a non-root point
+    (docs/protocol.md, "Lossless links between aggregation points")."""
     g = _graph(layout)
     trees = [build_tree(g, job=j, scheme=s, root=r, window=window) for j, s, r in LAYOUTS[layout][3]]
-    sim = build_sim(g, factory(kind), trees, Faults(loss, dup, reorder_ms, seed),
+    loops = {p.switch: repair for t in trees for p in t.points.values()
+             if not p.is_root} if repair else None
+    sim = build_sim(g, factory(kind), trees, Faults(loss, dup, reorder_ms, seed), loops=loops,
                     initial_rto=0.3, min_rto=0.05, max_rto=2.0, max_retransmissions=200)
     for it in range(iterations):
         tensors = random_tensors(trees, length, seed * 7 + it)
@@ -70,11 +74,35 @@ def test_exact_sum_under_faults_p4(layout, window, length, loss, dup, reorder_ms
     run_case("softswitch", layout, window, min(length, 100), loss, dup, reorder_ms, seed)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**schedules, repair=st.sampled_from([0.01, 0.1, 0.5]))
+def test_exact_sum_under_faults_with_switch_repair_model(layout, window, length, loss, dup,
+                                                         reorder_ms, seed, repair):
+    """The switches' timer loops re-send partial sums beside the workers' retransmissions:
+    still exactly once, whatever the loops' timeout against the links' delays."""
+    run_case("model", layout, window, length, loss, dup, reorder_ms, seed, repair=repair)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**schedules, repair=st.sampled_from([0.01, 0.1, 0.5]))
+def test_exact_sum_under_faults_with_switch_repair_p4(layout, window, length, loss, dup,
+                                                      reorder_ms, seed, repair):
+    run_case("softswitch", layout, window, min(length, 100), loss, dup, reorder_ms, seed,
+             repair=repair)
+
+
 def test_heavy_loss_recovers_through_retransmissions():
     sim = run_case("model", "geo-3-level", 4, 256, loss=0.25, dup=0.1, reorder_ms=30, seed=11)
     assert sum(c.stats.retransmissions for c in sim.clients.values()) > 0
     ev = np.sum([s.events for s in sim.switches.values()], axis=0)
     assert ev[5] > 0 and ev[6] > 0     # answered from stored results, partial sums re-sent up
+
+
+def test_heavy_loss_with_switch_repair_uses_the_timers():
+    sim = run_case("model", "geo-3dc-2-jobs", 4, 256, loss=0.25, dup=0.1, reorder_ms=30, seed=11,
+                   repair=0.1)
+    ev = np.sum([s.events for s in sim.switches.values()], axis=0)
+    assert ev[14] > 0 and ev[13] > 0     # partial sums re-sent by timers, timers ended
 
 
 def test_float_gradients_within_quantization_bound():

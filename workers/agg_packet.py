@@ -18,7 +18,8 @@ AGG_HEADER_LEN = 16
 
 # flag bits (the `flags` byte)
 DATA, RESULT, RETX, OVERFLOW = 0x01, 0x02, 0x04, 0x08
-FLAG_NAMES = ["DATA", "RESULT", "RETX", "OVERFLOW"]
+TIMER = 0x10                  # a switch's repair timer: only ever on its own timer loop
+FLAG_NAMES = ["DATA", "RESULT", "RETX", "OVERFLOW", "TIMER"]
 
 
 class AggHeader(Packet):

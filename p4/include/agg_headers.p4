@@ -23,6 +23,7 @@ const bit<8> AGG_FLAG_DATA     = 0x01;   /* a contribution (worker or partial su
 const bit<8> AGG_FLAG_RESULT   = 0x02;   /* the aggregated result, travelling down */
 const bit<8> AGG_FLAG_RETX     = 0x04;   /* sent again (worker timeout, switch re-send/answer) */
 const bit<8> AGG_FLAG_OVERFLOW = 0x08;   /* some contribution was clipped by quantization */
+const bit<8> AGG_FLAG_TIMER    = 0x10;   /* a repair timer of a slot copy, on a switch's timer loop */
 
 header agg_t {
     bit<8>  job;        /* job id: selects the slot range and tree at each switch */

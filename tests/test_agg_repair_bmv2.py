@@ -1,0 +1,75 @@
+"""The switch-level loss repair of p4/aggregation.p4 (docs/protocol.md, "Lossless links
+between aggregation points") in real BMv2: p4c compiles the program, simple_switch takes the
+control plane's agg_repair entry and mirroring session, and for a copy's timer going round
+its loop (re-sends on passes 1 and 2, a backoff pass, the parent's result, the timer's end)
+plus a forged timer, it sends the in-process softswitch's frames byte for byte and port by
+port (the loop's port included: BMv2's I2E clone is the softswitch's) with the same
+agg_events counts. Skips where simple_switch, simple_switch_CLI or p4c are not on PATH."""
+import numpy as np
+import pytest
+
+from control import routes
+from control.agg_entries import TimerLoop, push, switch_commands
+from control.agg_tree import build_tree
+from tests.agg_model import EV
+from tests.agg_switches import factory
+from tests.agg_topo import graph
+from tests.bmv2_files import compile_program, run_files, skip_without_bmv2
+from workers import agg_packet as ap
+
+pytestmark = pytest.mark.bmv2
+LOOP = 300
+PORTS = (1, 2, LOOP)         # g2: toward s2r1, the WAN toward g1, the timer loop
+
+
+def _setup():
+    g = graph(2, 1, 2)
+    tree = build_tree(g, job=1, root=1, window=2)
+    cmds = routes.table_commands(g)["g2"] + switch_commands(
+        g, [tree], loops={"g2": TimerLoop(LOOP, LOOP, backoff_mask=1)})["g2"]
+    return g, cmds
+
+
+def _sequence(g, soft):
+    """Frames in, built by running them through `soft`: the clones it sends into the loop
+    are fed back as the loop would, so BMv2 gets the same sequence."""
+    def frame(src, dst, flags, slot, gen, sender, fan_in, seed):
+        vals = np.random.default_rng(seed).integers(-2**20, 2**20, 32).astype(np.int32)
+        payload = ap.encode(1, flags, slot, gen, slot * 32, sender, fan_in, 0, vals)
+        return ap.udp_frame("00:00:0a:02:01:fd", g.nodes["g2"]["mac"], src, dst, payload)
+    frames, loop = [], []
+
+    def feed(port, f):
+        frames.append((port, f))
+        loop.extend(out for p, out in soft.process(port, f) if p == LOOP)
+    feed(1, frame("10.2.1.254", "10.2.0.254", ap.DATA, 0, 1, 0, 1, 1))   # slot 0 complete: up + timer
+    feed(LOOP, loop.pop(0))                                                # pass 1: re-send
+    feed(LOOP, loop.pop(0))                                                # pass 2: re-send
+    feed(LOOP, loop.pop(0))                                                # pass 3: wait (backoff)
+    feed(2, frame("10.0.0.1", "10.2.0.254", ap.RESULT, 0, 1, 0, 2, 2))    # the result comes down
+    feed(LOOP, loop.pop(0))                                                # the timer ends
+    feed(1, frame("10.2.1.254", "10.2.0.254", ap.TIMER, 1, 1, 0, 0, 3))   # forged, off the loop
+    feed(1, frame("10.2.1.254", "10.2.0.254", ap.DATA, 1, 1, 0, 1, 4))    # slot 1: up + timer
+    assert not loop[1:]
+    return frames
+
+
+def test_bmv2_repairs_through_its_timer_loop_as_the_softswitch(tmp_path):
+    skip_without_bmv2()
+    json_path = compile_program(tmp_path)
+    g, cmds = _setup()
+    soft = factory("softswitch")()
+    push(soft, cmds)
+    frames = _sequence(g, soft)
+    fresh = factory("softswitch")()
+    push(fresh, cmds)
+    want = {p: [] for p in PORTS}
+    for p, f in frames:
+        for out_port, out in fresh.process(p, f):
+            want[out_port].append(out)
+    assert len(want[LOOP]) == 5 and len(want[2]) == 4 and len(want[1]) == 1
+    got, events, log = run_files(tmp_path, json_path, PORTS, cmds, frames,
+                                 sum(map(len, want.values())))
+    assert got == want, log
+    assert events == fresh.events
+    assert events[EV["REPAIR"]] == 2 and events[EV["TIMER_DONE"]] == 1 and events[EV["BAD"]] == 1
