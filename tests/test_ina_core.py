@@ -128,6 +128,7 @@ MATRIX = [
     {"congestion_control": False, "pacing": False},
     {"k": 64, "time_dilation": 3.0},
     {"initial_cwnd": 2, "k": 64},
+    {"reorder_extra": 0.05},
 ]
 
 

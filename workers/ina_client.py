@@ -85,6 +85,9 @@ class ClientConfig:
     # backlog test, congestion.queue_backlog) does, a random one is only re-sent
     loss_response: str = "cut"
     time_dilation: float = 1.0          # for cubic's real-world clock
+    # added to RACK's reordering window (s): the time the switches take to repair a loss
+    # between them (docs/protocol.md, "Lossless links ..."), so they repair it first
+    reorder_extra: float = 0.0
     # the state machine's implementation (workers/ina_core.make_client): "python" this
     # module, "c" workers/native/ina_core.c, "auto" C when it builds, else Python
     core: str = "auto"
@@ -101,6 +104,8 @@ class ClientConfig:
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
         if self.loss_response not in ("cut", "backlog"):
             raise ValueError(f'loss_response must be "cut" or "backlog" (got {self.loss_response!r})')
+        if self.reorder_extra < 0:
+            raise ValueError(f"reorder_extra must be >= 0 s (got {self.reorder_extra})")
         if self.core not in ("python", "c", "auto"):
             raise ValueError(f'core must be "python", "c" or "auto" (got {self.core!r})')
 
@@ -401,7 +406,7 @@ class InaClient:
         it.event.add(j)
 
     def _reorder_window(self) -> float:
-        return (self.rtt.srtt or 0.0) / 4
+        return (self.rtt.srtt or 0.0) / 4 + self.cfg.reorder_extra
 
     def _rack_detect(self, now: float) -> None:
         """Declare lost, oldest first, the chunks sent before an answered one whose round

@@ -25,7 +25,7 @@ struct ina_config {
     int64_t job, window, k, max_retransmissions, cc_enabled, cubic, rack, pacing, backlog;
     int64_t initial_cwnd, quantum, burst_quanta, min_samples, payload_len;
     double initial_rto, min_rto, max_rto, granularity, beta, cubic_c, time_dilation;
-    double veno_beta, gain, interval_rtts;
+    double veno_beta, gain, interval_rtts, reorder_extra;
 };
 
 /* What Python reads (and rtt.granularity, which it writes): workers/ina_core.py's _View,
@@ -454,7 +454,7 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
    the scan counts them and the declarations take the list's head that many times. */
 static void rack_detect(struct ina_core *c, double now) {
     c->has_rack_at = 0;
-    double wait = c->rack_rtt + (c->v->has_srtt ? c->v->srtt : 0.0) / 4;
+    double wait = c->rack_rtt + (c->v->has_srtt ? c->v->srtt : 0.0) / 4 + c->cfg.reorder_extra;
     int64_t count = 0;
     for (int64_t j = c->head; j >= 0; j = c->next[j]) {
         double t = c->last_tx[j];
