@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "alltoall": "schemes.alltoall",  # every worker sends to every other (the worked example)
     "ina": "schemes.ina",            # one aggregating switch (SwitchML-like)
     "geo-ina": "schemes.geo_ina",    # hierarchical location-addressed INA (L3DML's first part)
+    "l3dml": "schemes.l3dml",        # geo-ina + loss repair in the switches (L3DML)
     "netstorm": "schemes.netstorm",  # multi-root trees + auxiliary multipath (NetStorm)
     "libra": "schemes.libra",        # hot rows in the switch, cold rows to a PS (Libra)
     "inart": "schemes.inart",        # multi-PS split + INA route selection (InArt)

@@ -57,6 +57,9 @@ class Plan:
                                       # scheme's (ps in ssp/asp: its asynchronous communicator)
     runtime: dict = field(default_factory=dict, repr=False)   # what the scheme's run-time
                                                           # controller needs (not recorded)
+    # switch -> delay (ms, dilated) of its timer loop: two ports joined by a delayed veth
+    # pair (topologies.ports.timer_loop_ports; docs/protocol.md, "Lossless links ...")
+    timer_loops: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

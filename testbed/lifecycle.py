@@ -188,8 +188,11 @@ def prepare(opts: RunOptions, scn):
         backend, backend_reason = backends.choose_backend(scn.switch.backend)
     mode, mode_reason = linkemu.choose_mode(scn.link_emulation.mode, linkemu.kernel_has_netem(), backend)
     graph = dilate_graph(build_graph(scn, prefix=opts.prefix))
-    app.plan(graph, scn)   # the scheme's placement, trees and entries: pure, fails early
-    plan = linkemu.plan(graph, mode, seed=scn.seed)
+    scheme_plan = app.plan(graph, scn)   # placement, trees and entries: pure, fails early
+    try:
+        plan = linkemu.plan(graph, mode, seed=scn.seed, loops=getattr(scheme_plan, "timer_loops", None))
+    except linkemu.LinkEmuError as e:
+        raise RunError(str(e)) from None
     if backend == "bmv2" and plan.switch_emu:
         raise RunError("link_emulation.mode: the bmv2 backend cannot apply delay/jitter/loss in "
                        "user space (mode userspace) and this kernel has no netem: set "

@@ -41,7 +41,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-from topologies.ports import interface_name
+from topologies.ports import interface_name, timer_loop_ports
 from topologies.relay_plan import RelaySpec, relay_for_edge
 
 MODES = ("netem", "userspace", "relay")
@@ -143,6 +143,8 @@ class LinkEmuPlan:
     switch_emu: dict[str, dict[int, dict]] = field(default_factory=dict)
     # relay mode: one relay per link with delay, jitter or loss
     relays: list[RelaySpec] = field(default_factory=list)
+    # timer loops: (switch, out port, in port), a veth pair between two ports of the switch
+    loops: list[tuple[str, int, int]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def intf(self, name: str) -> IntfShape:
@@ -229,12 +231,16 @@ def peak_rate_mbps(graph, d: dict) -> float | None:
     return max(rate, top / float(graph.graph.get("dilated", 1.0) or 1.0))
 
 
-def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmuPlan:
+def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME,
+         loops: dict[str, float] | None = None) -> LinkEmuPlan:
     """Decide what each interface end applies. ``graph`` is already time-dilated;
-    ``min_frame`` is the smallest frame (bytes) the run carries (delay_line_limit)."""
+    ``min_frame`` is the smallest frame (bytes) the run carries (delay_line_limit).
+    ``loops``: {switch: delay in ms (dilated)} of the switches' timer loops."""
     if mode not in MODES:
         raise LinkEmuError(f"unknown link emulation mode {mode!r}")
     result = LinkEmuPlan(mode=mode)
+    for i, (sw, delay_ms) in enumerate(sorted((loops or {}).items())):
+        _plan_loop(graph, result, sw, float(delay_ms), line_seed(seed, 10**6 + i, False), min_frame)
     impaired_access = []
     for idx, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in graph.edges)):
         d = graph.edges[u, v]
@@ -278,6 +284,28 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME) -> LinkEmu
             f"link emulation applies their delay twice on the switch->host direction (RTT "
             f"exact, one-way asymmetric) and their loss only on that direction")
     return result
+
+
+def _plan_loop(graph, result: LinkEmuPlan, sw: str, delay_ms: float, seed: int, min_frame: int):
+    """A switch's timer loop: a veth pair from its out port to its in port, unshaped and
+    never lossy, whose out end delays every frame by the loop's delay."""
+    if result.mode == "relay":
+        raise LinkEmuError(f"switch {sw} needs a timer loop (a delay between two of its ports) "
+                           "and relay mode has no relay for it: set link_emulation.mode: "
+                           "userspace with switch.backend: softswitch (or netem where the "
+                           "kernel has it)")
+    if delay_ms <= 0:
+        raise LinkEmuError(f"switch {sw}: a timer loop needs a positive delay (got {delay_ms} ms)")
+    out, inn = timer_loop_ports(graph, sw)
+    imp = Impair(delay_ms, 0.0, 0.0)
+    netem = imp if result.mode == "netem" else None
+    q = queue_packets(None, delay_ms)
+    limit = delay_line_limit(None, delay_ms, 0.0, min_frame)
+    result.intfs += [IntfShape(sw, f"{sw}-eth{out}", out, False, None, q, netem, 0, limit if netem else 0),
+                     IntfShape(sw, f"{sw}-eth{inn}", inn, False, None, q, None)]
+    if result.mode == "userspace":
+        result.switch_emu.setdefault(sw, {})[out] = delay_line_options(imp, None, seed, min_frame)
+    result.loops.append((sw, out, inn))
 
 
 # ---------------------------------------------------------------- tc commands (pure)

@@ -133,6 +133,9 @@ def build_network(graph, switch_cls, switch_params: dict[str, dict], emu: linkem
             n1, p1, n2, p2 = link_endpoints(graph, u, v)
             net.addLink(n1, n2, port1=p1, port2=p2,
                         intfName1=f"{n1}-eth{p1}", intfName2=f"{n2}-eth{p2}")
+        for sw, out, inn in emu.loops:      # a switch's timer loop: two of its own ports
+            net.addLink(sw, sw, port1=out, port2=inn,
+                        intfName1=f"{sw}-eth{out}", intfName2=f"{sw}-eth{inn}")
         net.build()
         # net.start() does only sw.start() for controller-less P4 switches; done here so
         # each switch's process is recorded as soon as it runs, and (launch all, configure

@@ -30,6 +30,15 @@ def assign_ports(g: nx.Graph) -> None:
             data["ports"][node] = port
 
 
+def timer_loop_ports(g: nx.Graph, switch: str) -> tuple[int, int]:
+    """(out, in): the two ports of a switch's timer loop, after all its links. A frame
+    sent on `out` comes back on `in` after the loop's delay (docs/protocol.md, "Lossless
+    links between aggregation points"); the control plane and the network build both
+    number it with this."""
+    top = max((d["ports"][switch] for _, _, d in g.edges(switch, data=True)), default=0)
+    return top + 1, top + 2
+
+
 def port_to(g: nx.Graph, switch: str, neighbour: str) -> int:
     """Port of `switch` that faces `neighbour`."""
     return g.edges[switch, neighbour]["ports"][switch]

@@ -1,0 +1,42 @@
+"""Options of scheme l3dml: geo-ina's (schemes/ina/options.py) plus the switches' repair of
+WAN losses and the straggler policy (all optional)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from schemes.ina.options import InaOptions
+
+
+class L3dmlOptions(InaOptions):
+    # lossless links between aggregation points: the child switch re-sends what its parent
+    # has not answered (docs/protocol.md, "Lossless links between aggregation points")
+    repair: bool = True
+    # the timer loop's delay, emulated ms; "auto": 1.5 x the longest round trip between a
+    # datacenter's point and its parent (a result comes back within one round trip, plus
+    # room for queueing), at least 20 ms
+    repair_timeout_ms: Literal["auto"] | float = Field("auto", union_mode="left_to_right")
+    # after re-sends on passes 1, 2, 4, ... a waiting copy is re-sent every 2^repair_backoff
+    # passes (0: every pass): few duplicates while a parent waits for a straggler
+    repair_backoff: int = Field(3, ge=0, le=7)
+    # the straggler policy: "none" (geo-ina's routes, no pacing). "rule" and "drl" (rate
+    # synchronization, schemes/l3dml/policies.py) run in the flow model; in the emulation
+    # they are refused until the switches' pacing and slot-range routing exist
+    policy: Literal["none", "rule", "drl"] = "none"
+
+    @field_validator("repair_timeout_ms", mode="before")
+    @classmethod
+    def _timeout(cls, v):
+        if v != "auto" and not (type(v) in (int, float) and v > 0):
+            raise ValueError('must be "auto" or a number of ms > 0')
+        return v
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, v):
+        if v != "none":
+            raise ValueError(f'policy "{v}" (rate synchronization) runs in the flow model only '
+                             "(schemes/l3dml/policies.py, README.md); the emulation has no pacing "
+                             'and slot-range routing yet: use policy "none"')
+        return v

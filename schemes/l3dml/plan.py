@@ -1,0 +1,64 @@
+"""Plan of scheme l3dml (pure): geo-ina's tree, entries and worker configurations
+(schemes/ina/plan.py), plus a timer loop at every switch whose aggregation point has its
+parent in another datacenter (the WAN links), the agg_repair entries that use it, and workers that leave the
+switches the time to repair a loss before they re-send (docs/protocol.md, "Lossless links
+between aggregation points")."""
+from __future__ import annotations
+
+from control.agg_entries import TimerLoop, switch_commands
+from schemes.base import Plan
+from schemes.ina.plan import plan_for, tree_for
+from schemes.l3dml.options import L3dmlOptions
+from topologies.ports import timer_loop_ports
+
+MIN_TIMEOUT_MS = 20.0
+TIMEOUT_RTTS = 1.5
+
+
+def repaired_points(graph, tree) -> list:
+    """The points that repair the link to their parent: those whose parent is in another
+    datacenter (a datacenter's point below the global one), i.e. the WAN links, where a
+    loss costs a worker hundreds of ms; LAN links keep the workers' end-to-end repair."""
+    dc = lambda sw: graph.nodes[sw].get("dc_index")
+    return [p for p in tree.points.values()
+            if p.parent is not None and dc(tree.points[p.parent].switch) != dc(p.switch)]
+
+
+def link_rtt_ms(graph, a: str, b: str) -> float:
+    """Round trip between two switches along the shortest path (dilated ms)."""
+    import networkx as nx
+    return 2 * nx.shortest_path_length(graph, a, b, weight="delay_ms")
+
+
+def repair_timeout_ms(graph, tree, o: L3dmlOptions) -> float:
+    """The timer loops' delay (dilated ms): the option, or 1.5 x the longest point-parent
+    round trip (at least 20 ms). Option values are emulated ms, as the graph's."""
+    if o.repair_timeout_ms != "auto":
+        return float(o.repair_timeout_ms)
+    rtts = [link_rtt_ms(graph, p.switch, tree.points[p.parent].switch) for p in repaired_points(graph, tree)]
+    return max(MIN_TIMEOUT_MS, TIMEOUT_RTTS * max(rtts, default=0.0))
+
+
+def plan(graph, scenario, o: L3dmlOptions) -> Plan:
+    base = plan_for("geo-ina")(graph, scenario, o)
+    if not o.repair:
+        return base
+    tree, _ = tree_for("geo-ina", graph, scenario, o)
+    points = repaired_points(graph, tree)
+    timeout = repair_timeout_ms(graph, tree, o)
+    loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=2 ** o.repair_backoff - 1)
+             for p in points}
+    # a worker gives the switches one timeout plus the link's round trip before it re-sends
+    repair_s = (timeout + max((link_rtt_ms(graph, p.switch, tree.points[p.parent].switch)
+                               for p in points), default=0.0)) / 1000.0
+    for c in base.comm.values():
+        cl = c["client"]
+        cl["reorder_extra"] = repair_s
+        cl["min_rto"] = cl["min_rto"] + repair_s
+        cl["initial_rto"] = max(cl["initial_rto"], cl["min_rto"])
+        cl["max_rto"] = max(cl["max_rto"], cl["initial_rto"])
+    base.switch_commands = switch_commands(graph, [tree], loops=loops)
+    base.timer_loops = {sw: timeout for sw in loops}
+    base.info.update(repair_timeout_ms=timeout, repair_switches=sorted(loops),
+                     repair_backoff=o.repair_backoff, policy=o.policy)
+    return base

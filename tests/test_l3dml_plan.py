@@ -1,0 +1,91 @@
+"""Scheme l3dml's plan (pure): geo-ina's tree with timer loops at the datacenters' gateways,
+the agg_repair entries on the loops' ports, workers that wait for the switches' repair;
+its options refused with the field path; the loops in the link-emulation plan."""
+import pytest
+
+from control.agg_entries import switch_commands
+from schemes.ina.plan import plan_for, tree_for
+from schemes.l3dml.options import L3dmlOptions
+from schemes.l3dml.plan import plan, repair_timeout_ms
+from testbed.dilation import dilate_graph
+from testbed.scenario import ScenarioError
+from topologies import linkemu
+from topologies.graph import build_graph
+from topologies.ports import timer_loop_ports
+from tests.test_scheme_ina import scenario
+
+
+def setup(opts: str = ""):
+    scn = scenario(f"scheme_options: {{{opts}}}" if opts else "", scheme="l3dml")
+    g = dilate_graph(build_graph(scn))
+    return scn, g, L3dmlOptions.model_validate(scn.scheme_options or {})
+
+
+def test_the_non_root_gateway_gets_a_loop_and_repair_entries():
+    scn, g, o = setup()
+    p = plan(g, scn, o)
+    tree, _ = tree_for("geo-ina", g, scn, o)
+    root_sw = tree.points[tree.root].switch
+    other = ({"g1", "g2"} - {root_sw}).pop()
+    assert set(p.timer_loops) == {other}
+    # 1.5 x the WAN round trip of the dilated graph (40 ms one way x dilation 2)
+    assert p.timer_loops[other] == pytest.approx(1.5 * 2 * 40 * 2, rel=0.05)
+    out, inn = timer_loop_ports(g, other)
+    cmds = p.switch_commands[other]
+    assert f"mirroring_add 250 {out}" in cmds
+    assert any(c.startswith("table_add MyIngress.agg_repair MyIngress.repair_point") and
+               c.endswith(f"=> {inn} 250 7") for c in cmds)
+    assert not any("agg_repair" in c for c in p.switch_commands[root_sw])
+    base = plan_for("geo-ina")(g, scn, o)
+    for h, c in p.comm.items():
+        cl, b = c["client"], base.comm[h]["client"]
+        repair_s = cl["reorder_extra"]
+        assert repair_s == pytest.approx((p.timer_loops[other] + 2 * 80) / 1000, rel=0.05)
+        assert cl["min_rto"] == pytest.approx(b["min_rto"] + repair_s)
+        assert cl["initial_rto"] >= cl["min_rto"]
+    assert p.info["repair_switches"] == [other] and p.info["policy"] == "none"
+
+
+def test_options_change_the_loops_or_switch_them_off():
+    scn, g, o = setup("repair_timeout_ms: 55, repair_backoff: 0")
+    p = plan(g, scn, o)
+    assert list(p.timer_loops.values()) == [55.0]
+    assert any(c.endswith(" 250 0") for cmds in p.switch_commands.values() for c in cmds
+               if "agg_repair" in c)
+    scn, g, o = setup("repair: false")
+    p = plan(g, scn, o)
+    base = plan_for("geo-ina")(g, scn, o)
+    assert p.timer_loops == {} and p.switch_commands == base.switch_commands
+    assert p.comm == base.comm
+
+
+@pytest.mark.parametrize("opts, msg", [
+    ("{repair_timeout_ms: 0}", "scheme_options.repair_timeout_ms"),
+    ("{repair_timeout_ms: soon}", "scheme_options.repair_timeout_ms"),
+    ("{repair_backoff: 8}", "scheme_options.repair_backoff"),
+    ("{policy: rule}", 'scheme_options.policy: .*runs in the flow model only'),
+    ("{policy: smart}", "scheme_options.policy"),
+    ("{repiar: true}", "did you mean 'repair'")])
+def test_bad_options_are_refused_with_the_field_path(opts, msg):
+    with pytest.raises(ScenarioError, match=msg):
+        scenario(f"scheme_options: {opts}", scheme="l3dml")
+
+
+def test_the_loops_in_the_link_emulation_plan():
+    scn, g, o = setup()
+    p = plan(g, scn, o)
+    (sw, delay), = p.timer_loops.items()
+    out, inn = timer_loop_ports(g, sw)
+    user = linkemu.plan(g, "userspace", loops=p.timer_loops)
+    assert user.loops == [(sw, out, inn)]
+    assert user.switch_emu[sw][out]["delay_ms"] == delay and user.switch_emu[sw][out]["loss_pct"] == 0
+    assert {s.intf for s in user.intfs} >= {f"{sw}-eth{out}", f"{sw}-eth{inn}"}
+    netem = linkemu.plan(g, "netem", loops=p.timer_loops)
+    assert netem.intf(f"{sw}-eth{out}").netem.delay_ms == delay
+    assert netem.intf(f"{sw}-eth{inn}").netem is None
+    with pytest.raises(linkemu.LinkEmuError, match="timer loop.*userspace"):
+        linkemu.plan(g, "relay", loops=p.timer_loops)
+    with pytest.raises(linkemu.LinkEmuError, match="positive delay"):
+        linkemu.plan(g, "userspace", loops={sw: 0})
+    # the loop's ports come after every link of the switch
+    assert out > max(d["ports"][sw] for _, _, d in g.edges(sw, data=True)) and inn == out + 1
