@@ -42,6 +42,30 @@ _NODE_REF = re.compile(r"\$n(\d+)")
 _HANDLE = re.compile(r"handle (\d+)")
 _ENTRY_HANDLE = re.compile(r"added with handle (\d+)")
 REPAIR_TABLE, REPAIR_ACTION = "MyIngress.agg_repair", "MyIngress.repair_point"
+EVENTS_COUNTER = "MyIngress.agg_events"
+# Indices of that counter (EV_* in p4/aggregation.p4), by name
+EVENT_NAMES = ("new", "add", "complete", "up", "mcast", "dup_answer", "dup_resend",
+               "dup_drop", "stale", "result_store", "result_drop", "bad", "bypass", "timer_done",
+               "repair", "repair_giveup")
+_PACKETS = re.compile(r"= \(\d+ bytes, (\d+) packets\)")
+
+
+def event_reads() -> list[str]:
+    """The commands that read every agg_events counter (parse_events reads the replies)."""
+    return [f"counter_read {EVENTS_COUNTER} {i}" for i in range(len(EVENT_NAMES))]
+
+
+def parse_events(replies: list[str]) -> dict[str, int]:
+    """{event name: packets} from the replies to event_reads (simple_switch_CLI's and the
+    softswitch's `MyIngress.agg_events[i]= (B bytes, N packets)`)."""
+    out = {}
+    for name, reply in zip(EVENT_NAMES, replies):
+        m = _PACKETS.search(reply)
+        if not m:
+            raise ValueError(f"no packet count in the reply to counter_read {EVENTS_COUNTER} "
+                             f"({name}): {reply.strip()!r}")
+        out[name] = int(m.group(1))
+    return out
 TIMER_SESSION = 250          # clone session of the timer loop (any id the switch has free)
 
 

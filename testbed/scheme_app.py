@@ -233,12 +233,13 @@ class SchemeApp(App):
 
     def collect(self) -> dict:
         extra = {}
+        key = getattr(self.controller, "summary_key", "replan")
         if self.controller is not None:    # no switch-over may start while servers stop
             self.controller.stop()
-            extra["replan"] = self.controller.summary()
+            extra[key] = self.controller.summary()
         errors = {p.worker: p.error for p in self.progress() if p.error}
-        if extra.get("replan", {}).get("error"):
-            errors["replan controller"] = extra["replan"]["error"]
+        if extra.get(key, {}).get("error"):
+            errors[f"{key} controller"] = extra[key]["error"]
         signalled = {s.name for s in self.servers if s.ends_by_signal}
         for kind, name, p in list(self.procs):   # servers print their stats once the last BYE arrived
             if kind == "server" and name in signalled and p.poll() is None:

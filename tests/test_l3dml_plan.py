@@ -89,3 +89,30 @@ def test_the_loops_in_the_link_emulation_plan():
         linkemu.plan(g, "userspace", loops={sw: 0})
     # the loop's ports come after every link of the switch
     assert out > max(d["ports"][sw] for _, _, d in g.edges(sw, data=True)) and inn == out + 1
+
+
+def test_the_controller_reads_the_repair_counters_at_the_end():
+    from control.agg_entries import EVENT_NAMES, event_reads
+    from schemes.l3dml.controller import controller
+    from tests.agg_switches import factory
+    scn, g, o = setup()
+    p = plan(g, scn, o)
+    sw = factory("softswitch")()
+    pushed = []
+
+    def push(name, cmds):
+        pushed.append((name, cmds))
+        return [sw.execute(c) for c in cmds]
+    c = controller(g, scn, o, p, type("Hooks", (), {"push": staticmethod(push)})())
+    c.start()
+    c.stop()
+    c.stop()                           # once only
+    s = c.summary()
+    assert s["error"] is None and sorted(s["events"]) == sorted([*p.timer_loops, p.info["root"]])
+    assert all(ev == dict.fromkeys(EVENT_NAMES, 0) for ev in s["events"].values())
+    assert [cmds for _, cmds in pushed] == [event_reads()] * len(s["events"])
+    broken = controller(g, scn, o, p, type("Hooks", (), {"push": staticmethod(lambda n, c: ["?"] * len(c))})())
+    broken.stop()
+    assert "no packet count" in broken.summary()["error"]
+    scn, g, o = setup("repair: false")
+    assert controller(g, scn, o, plan(g, scn, o), None) is None

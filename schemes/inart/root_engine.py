@@ -37,12 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from control.agg_entries import EVENT_NAMES   # the switch's agg_events indices, by name
 from workers import agg_packet as ap
 
-# Indices of the switch's counter MyIngress.agg_events (EV_* in p4/aggregation.p4).
-EVENT_NAMES = ("new", "add", "complete", "up", "mcast", "dup_answer", "dup_resend",
-               "dup_drop", "stale", "result_store", "result_drop", "bad", "bypass", "timer_done",
-               "repair", "repair_giveup")
 EV = {name: i for i, name in enumerate(EVENT_NAMES)}
 EVENT_SLOTS = 16           # counter(16, ...) in the program: same length, for comparison
 MAX_FAN_IN = 32            # bitmap width

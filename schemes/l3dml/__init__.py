@@ -8,9 +8,10 @@ that imports gymnasium) and a compact numpy agent (agent.py); in the emulation o
 from schemes.base import Scheme
 from schemes.geo_ina.model import predict
 from schemes.ina.plan import COMMUNICATOR, PROGRAM
+from schemes.l3dml.controller import controller
 from schemes.l3dml.options import L3dmlOptions
 from schemes.l3dml.plan import plan
 
 SCHEME = Scheme("l3dml", L3dmlOptions, plan, COMMUNICATOR, program=PROGRAM,
                 summary="geo-ina + loss repair in the switches (L3DML); straggler policy: none",
-                model=predict)
+                model=predict, controller=controller)
