@@ -176,6 +176,47 @@ def switch_commands(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOT
     return out
 
 
+PATH_TABLE, PATH_ACTION = "MyIngress.agg_path", "MyIngress.ipv4_forward"
+
+
+def slot_path_commands(g: nx.Graph, tree: AggTree, point_id: str,
+                       ranges: list[tuple[int, int, list[str]]],
+                       loop: TimerLoop | None = None) -> dict[str, list[str]]:
+    """Entries that carry a point's partial sums to its parent by slot range: for each
+    (lo, hi, path), path = [point's switch, ..., parent's switch] (switch nodes), the slots
+    lo..hi leave each switch of the path toward the next one. At the point's switch they
+    match the ports its partial sums are sent from (its children's, and its timer loop's
+    re-sends); at a transit switch the port facing the previous hop, so no switch steers
+    streams other than this one. Ranges must be disjoint; a slot in none follows the route."""
+    p = tree.points[point_id]
+    parent = tree.points[p.parent] if p.parent else None
+    if parent is None:
+        raise ValueError(f"aggregation point {point_id} is the root: it has no parent to route to")
+    taken = []
+    for lo, hi, path in ranges:
+        if not 0 <= lo <= hi < tree.window:
+            raise ValueError(f"slot range {lo}..{hi} is not inside the window 0..{tree.window - 1}")
+        if any(lo <= b and a <= hi for a, b in taken):
+            raise ValueError(f"slot range {lo}..{hi} overlaps another of point {point_id}")
+        taken.append((lo, hi))
+        if len(path) < 2 or path[0] != p.switch or path[-1] != parent.switch or \
+                len(set(path)) != len(path) or \
+                any(not g.has_edge(a, b) for a, b in zip(path, path[1:])):
+            raise ValueError(f"path {path} does not lead from {p.switch} to {parent.switch} "
+                             "over links of the topology without a loop")
+    out: dict[str, list[str]] = {}
+    own_ports = sorted({_port_toward(g, p.switch, c.node) for c in p.children}
+                       | ({loop.in_port} if loop else set()))
+    for lo, hi, path in ranges:
+        for i, (sw, nxt) in enumerate(zip(path, path[1:])):
+            ports = own_ports if i == 0 else [g.edges[sw, path[i - 1]]["ports"][sw]]
+            for port in ports:
+                out.setdefault(sw, []).append(
+                    f"table_add {PATH_TABLE} {PATH_ACTION} {p.job} {parent.address} {lo}->{hi} "
+                    f"{port}&&&0x1ff => {g.nodes[nxt]['mac']} {g.edges[sw, nxt]['ports'][sw]} 1")
+    return out
+
+
 def fit_slots(g: nx.Graph, trees: list[AggTree], slots: int = DEFAULT_SLOTS) -> list[dict[str, int]]:
     """Per tree, the switches whose point cannot have the whole window when the trees share
     switches of `slots` slots each, and the slots each can have: {switch: slots}, to pass as

@@ -34,6 +34,10 @@
  *                                               2^cap), loop again
  *   result here, or the copy moved on         -> drop (the timer ends)
  * so a partial sum or a result lost between two points is repaired by the switches.
+ * Paths by slot range (agg_path): a contribution on its way to an aggregation address
+ * (a partial sum sent up, or one in transit) may leave by a port chosen for its job,
+ * destination and slot range instead of the route: a datacenter's partial sums spread
+ * over several WAN paths (L3DML's rate-synchronization routing, this testbed's reading).
  * Registers are indexed by ((slot_base + slot) << 1) | shadow.
  * P4 has no loops, so the k per-value statements of accumulate / load_values /
  * store_values and the k value registers are written out (most of this file's
@@ -243,6 +247,21 @@ control MyIngress(inout headers hdr, inout metadata meta,
         actions = { ipv4_forward; multicast; drop; NoAction; }
         size = 1024;
         default_action = drop();
+    }
+
+    /* A contribution's next hop by job, destination and slot range, ahead of the route
+     * (a miss: the route). Keyed by the ingress port too, so that a transit switch steers
+     * the streams it forwards without steering its own partial sums (port ternary). */
+    table agg_path {
+        key = {
+            hdr.agg.job: exact;
+            hdr.ipv4.dstAddr: exact;
+            hdr.agg.slot: range;
+            standard_metadata.ingress_port: ternary;
+        }
+        actions = { ipv4_forward; NoAction; }
+        size = 1024;
+        default_action = NoAction();
     }
 
     /* One entry per aggregation point this switch hosts. */
@@ -698,7 +717,13 @@ control MyIngress(inout headers hdr, inout metadata meta,
             }
         }
         if (meta.agg.route == 1) {
-            ipv4_lpm.apply();
+            bool steered = false;
+            if (hdr.agg.isValid() && (hdr.agg.flags & AGG_FLAG_DATA) != 0) {
+                steered = agg_path.apply().hit;
+            }
+            if (!steered) {
+                ipv4_lpm.apply();
+            }
         }
     }
 }

@@ -34,6 +34,8 @@ class ModelSwitch:
         self.points = {}                 # (job, addr) -> dict of params
         self.repair = {}                 # (job, addr) -> (timer_port, session, backoff_mask)
         self.sessions = {}               # clone session -> port
+        self.paths = []                  # (job, dst, lo, hi, port, mask, mac, out port)
+        self.in_port = 0                 # the packet's ingress port (agg_path's key)
         self.children = {}               # rid -> (addr, mac)
         self.routes = []                 # (net, plen, mac, port)
         self.groups, self.nodes = {}, []  # grp -> [node handles]; handle -> (rid, port)
@@ -59,6 +61,10 @@ class ModelSwitch:
                                             bypass_fan_in=int(a[9]) if bypass else 0)
         elif w[:3] == ["table_add", "MyIngress.agg_repair", "MyIngress.repair_point"]:
             self.repair[(int(w[3]), _ip(w[4]))] = (int(w[6]), int(w[7]), int(w[8]))
+        elif w[:3] == ["table_add", "MyIngress.agg_path", "MyIngress.ipv4_forward"]:
+            lo, hi = (int(x) for x in w[5].split("->"))
+            port, mask = (int(x, 0) for x in w[6].split("&&&"))
+            self.paths.append((int(w[3]), _ip(w[4]), lo, hi, port, mask, _mac(w[8]), int(w[9])))
         elif w[0] == "mirroring_add":
             self.sessions[int(w[1])] = int(w[2])
         elif w[:3] == ["table_add", "MyEgress.agg_children", "MyEgress.set_child"]:
@@ -82,6 +88,17 @@ class ModelSwitch:
     # -------------------------------------------------------------- data
     def _route(self, frame: bytearray):
         dst = struct.unpack_from("!I", frame, 30)[0]
+        if self.paths and len(frame) >= 58 and frame[14] & 15 == 5 and frame[23] == 17 and \
+                struct.unpack_from("!H", frame, 20)[0] & 0x1FFF == 0 and frame[43] & ap.DATA and \
+                struct.unpack_from("!H", frame, 36)[0] == ap.AGG_UDP_PORT:
+            slot = struct.unpack_from("!H", frame, 44)[0] & 0x7FFF
+            for job, d, lo, hi, port, mask, mac, out in self.paths:
+                if job == frame[42] and d == dst and lo <= slot <= hi and \
+                        self.in_port & mask == port & mask:
+                    frame[6:12] = frame[0:6]
+                    frame[0:6] = mac
+                    frame[22] -= 1
+                    return [(out, self._finish(frame))]
         best = None
         for net, plen, mac, port in self.routes:
             mask = (M32 << (32 - plen)) & M32
@@ -101,6 +118,7 @@ class ModelSwitch:
         return bytes(frame)
 
     def process(self, port: int, data: bytes):
+        self.in_port = port
         f = bytearray(data)
         if len(f) < 34 or f[12:14] != b"\x08\x00" or (f[14] >> 4) != 4:
             return []

@@ -174,19 +174,26 @@ def test_timer_loop_commands_and_their_removal():
 
 
 def test_p4_program_matches_model_with_timers_byte_for_byte():
-    """Random traffic at switches with timer loops, TIMER packets included (on the loop's
-    port and on others, for live, answered and reused copies): identical output."""
-    g = graph(2, 2, 2)
+    """Random traffic at switches with timer loops and slot-range paths, TIMER packets
+    included (on the loop's port and on others, for live, answered and reused copies),
+    contributions in transit from every port: identical output."""
+    from control.agg_entries import slot_path_commands
+    g = graph(3, 2, 2)
     trees = [build_tree(g, job=1, root=1, window=3), build_tree(g, job=2, root=2, window=2)]
     loops = {sw: TimerLoop(LOOP_PORT, LOOP_PORT, backoff_mask=1) for sw in ("g1", "g2", "s1r1")}
     cmds, agg = routes.table_commands(g), switch_commands(g, trees, loops=loops)
+    # and g2's partial sums of job 1 in slots 0..1 through g3 (agg_path), also at g3
+    g2_point = next(p.id for p in trees[0].points.values() if p.switch == "g2")
+    paths = slot_path_commands(g, trees[0], g2_point, [(0, 1, ["g2", "g3", "g1"])], loops["g2"])
     rng = random.Random(99)
-    for sw_name in ("g2", "s1r1"):
+    steered = 0
+    for sw_name in ("g2", "s1r1", "g3"):
         p4sw, model = factory("softswitch")(), ModelSwitch()
         for s in (p4sw, model):
-            push(s, cmds[sw_name] + agg[sw_name])
+            push(s, cmds[sw_name] + agg.get(sw_name, []) + paths.get(sw_name, []))
         points = [(p.job, p.address, p.fan_in, t.window) for t in trees
                   for p in t.points.values() if p.switch == sw_name]
+        points += [(1, "10.0.0.1", 2, 3)] * max(1, len(points) // 2)     # in transit to g1
         for i in range(3000):
             job, dst, fan_in, window = rng.choice(points)
             flags = rng.choice([ap.DATA] * 4 + [ap.RESULT, ap.TIMER, ap.TIMER, ap.DATA | ap.TIMER])
@@ -196,8 +203,74 @@ def test_p4_program_matches_model_with_timers_byte_for_byte():
                                 rng.randrange(fan_in), fan, 0,
                                 [rng.randrange(-2**31, 2**31) for _ in range(32)])
             frame = ap.udp_frame("00:00:0a:01:01:01", "00:00:0a:01:01:fd", "10.1.1.1", dst, payload)
-            port = LOOP_PORT if flags & ap.TIMER and rng.random() < 0.8 else rng.randrange(1, 4)
-            assert p4sw.process(port, frame) == model.process(port, frame), f"{sw_name}: packet {i} differs"
+            port = LOOP_PORT if flags & ap.TIMER and rng.random() < 0.8 else rng.randrange(1, 5)
+            out = p4sw.process(port, frame)
+            assert out == model.process(port, frame), f"{sw_name}: packet {i} differs"
+            steered += sum(sw_name == "g2" and o == g.edges["g2", "g3"]["ports"]["g2"] and
+                           ap.udp_payload(f)[1] == "10.0.0.1" for o, f in out)
         ev = model.events
-        assert min(ev[EV[e]] for e in ("REPAIR", "TIMER_DONE", "REPAIR_GIVEUP", "BAD")) > 0, ev
+        if sw_name != "g3":
+            assert min(ev[EV[e]] for e in ("REPAIR", "TIMER_DONE", "REPAIR_GIVEUP", "BAD")) > 0, ev
         assert p4sw.events == model.events
+    assert steered > 0
+
+
+# ------------------------------------------------------------------ paths by slot range
+def three_dc_ring_paths(kind, ranges_for):
+    """3 datacenters (full mesh), root 1; g2's partial sums by slot range over the direct
+    link (g2 -> g1) and through datacenter 3 (g2 -> g3 -> g1)."""
+    g = graph(3, 1, 2, delays={(1, 2): 20, (1, 3): 20, (2, 3): 20})
+    tree = build_tree(g, job=1, root=1, window=4)
+    point = next(p.id for p in tree.points.values() if p.switch == "g2")
+    from control.agg_entries import slot_path_commands
+    extra = slot_path_commands(g, tree, point, ranges_for(g))
+    sim = build_sim(g, factory(kind), [tree], Faults(), **PATIENT)
+    for sw, cmds in extra.items():
+        push(sim.switches[sw], cmds)
+    return g, tree, sim
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_point_s_partial_sums_take_their_slot_range_s_path(kind):
+    g, tree, sim = three_dc_ring_paths(kind, lambda g: [(0, 1, ["g2", "g1"]), (2, 3, ["g2", "g3", "g1"])])
+    seen = []
+    send = sim._send
+
+    def spy(frm, to, frame, faults=True):
+        p = ap.udp_payload(frame)
+        f = ap.decode(p[2]) if p else None
+        if f is not None and f.flags & ap.DATA and p[1] == "10.0.0.1" and frm in ("g2", "g3"):
+            seen.append((frm, to, p[0], f.slot))
+        send(frm, to, frame, faults)
+    sim._send = spy
+    tensors = random_tensors([tree], 32 * 8, seed=6)
+    sim.start(tensors)
+    for got in sim.run(until=60).values():
+        np.testing.assert_array_equal(got.astype(np.int64), expected_sums([tree], tensors)[1])
+    g2_own = [(frm, to, slot) for frm, to, src, slot in seen if src == "10.2.0.254"]
+    assert {(frm, to) for frm, to, s in g2_own if s in (0, 1)} == {("g2", "g1")}
+    assert {(frm, to) for frm, to, s in g2_own if s in (2, 3)} == {("g2", "g3"), ("g3", "g1")}
+    # g3's own partial sums, same slots and destination, are not steered by g2's entries
+    assert {(frm, to) for frm, to, src, s in seen if src == "10.3.0.254"} == {("g3", "g1")}
+
+
+def test_slot_path_commands_are_checked():
+    from control.agg_entries import slot_path_commands
+    g = graph(3, 1, 2)
+    tree = build_tree(g, job=1, root=1, window=4)
+    point = next(p.id for p in tree.points.values() if p.switch == "g2")
+    cmds = slot_path_commands(g, tree, point, [(0, 3, ["g2", "g3", "g1"])],
+                              loop=TimerLoop(LOOP_PORT, LOOP_PORT + 1))
+    assert sorted(cmds) == ["g2", "g3"]
+    assert all(c.startswith("table_add MyIngress.agg_path MyIngress.ipv4_forward 1 10.0.0.1 0->3 ")
+               for cs in cmds.values() for c in cs)
+    assert any(f" {LOOP_PORT + 1}&&&0x1ff " in c for c in cmds["g2"])        # the timer's re-sends
+    root_point = tree.root
+    for bad, msg in (((0, 4, ["g2", "g1"]), "window"), ((0, 1, ["g2", "g3"]), "does not lead"),
+                     ((0, 1, ["g2", "g3", "g2", "g1"]), "does not lead")):
+        with pytest.raises(ValueError, match=msg):
+            slot_path_commands(g, tree, point, [bad])
+    with pytest.raises(ValueError, match="overlaps"):
+        slot_path_commands(g, tree, point, [(0, 1, ["g2", "g1"]), (1, 2, ["g2", "g3", "g1"])])
+    with pytest.raises(ValueError, match="root"):
+        slot_path_commands(g, tree, root_point, [(0, 1, ["g1", "g2"])])

@@ -1,15 +1,16 @@
 """The switch-level loss repair of p4/aggregation.p4 (docs/protocol.md, "Lossless links
 between aggregation points") in real BMv2: p4c compiles the program, simple_switch takes the
 control plane's agg_repair entry and mirroring session, and for a copy's timer going round
-its loop (re-sends on passes 1 and 2, a backoff pass, the parent's result, the timer's end)
-plus a forged timer, it sends the in-process softswitch's frames byte for byte and port by
+its loop (re-sends on passes 1 and 2, a backoff pass, the parent's result, the timer's end),
+a forged timer, a partial sum steered by its slot range (agg_path: range and ternary keys)
+and one in transit that is not, it sends the in-process softswitch's frames byte for byte and port by
 port (the loop's port included: BMv2's I2E clone is the softswitch's) with the same
 agg_events counts. Skips where simple_switch, simple_switch_CLI or p4c are not on PATH."""
 import numpy as np
 import pytest
 
 from control import routes
-from control.agg_entries import TimerLoop, push, switch_commands
+from control.agg_entries import TimerLoop, push, slot_path_commands, switch_commands
 from control.agg_tree import build_tree
 from tests.agg_model import EV
 from tests.agg_switches import factory
@@ -19,14 +20,16 @@ from workers import agg_packet as ap
 
 pytestmark = pytest.mark.bmv2
 LOOP = 300
-PORTS = (1, 2, LOOP)         # g2: toward s2r1, the WAN toward g1, the timer loop
+PORTS = (1, 2, 3, LOOP)      # g2: toward s2r1, the WAN toward g1 and g3, the timer loop
 
 
 def _setup():
-    g = graph(2, 1, 2)
+    g = graph(3, 1, 2)
     tree = build_tree(g, job=1, root=1, window=2)
-    cmds = routes.table_commands(g)["g2"] + switch_commands(
-        g, [tree], loops={"g2": TimerLoop(LOOP, LOOP, backoff_mask=1)})["g2"]
+    loop = TimerLoop(LOOP, LOOP, backoff_mask=1)
+    point = next(p.id for p in tree.points.values() if p.switch == "g2")
+    cmds = routes.table_commands(g)["g2"] + switch_commands(g, [tree], loops={"g2": loop})["g2"] \
+        + slot_path_commands(g, tree, point, [(1, 1, ["g2", "g3", "g1"])], loop)["g2"]
     return g, cmds
 
 
@@ -49,7 +52,8 @@ def _sequence(g, soft):
     feed(2, frame("10.0.0.1", "10.2.0.254", ap.RESULT, 0, 1, 0, 2, 2))    # the result comes down
     feed(LOOP, loop.pop(0))                                                # the timer ends
     feed(1, frame("10.2.1.254", "10.2.0.254", ap.TIMER, 1, 1, 0, 0, 3))   # forged, off the loop
-    feed(1, frame("10.2.1.254", "10.2.0.254", ap.DATA, 1, 1, 0, 1, 4))    # slot 1: up + timer
+    feed(1, frame("10.2.1.254", "10.2.0.254", ap.DATA, 1, 1, 0, 1, 4))    # slot 1: up via g3 + timer
+    feed(3, frame("10.3.0.254", "10.0.0.1", ap.DATA, 1, 1, 2, 3, 5))      # g3's, in transit: routed
     assert not loop[1:]
     return frames
 
@@ -67,7 +71,7 @@ def test_bmv2_repairs_through_its_timer_loop_as_the_softswitch(tmp_path):
     for p, f in frames:
         for out_port, out in fresh.process(p, f):
             want[out_port].append(out)
-    assert len(want[LOOP]) == 5 and len(want[2]) == 4 and len(want[1]) == 1
+    assert len(want[LOOP]) == 5 and len(want[2]) == 4 and len(want[1]) == 1 and len(want[3]) == 1
     got, events, log = run_files(tmp_path, json_path, PORTS, cmds, frames,
                                  sum(map(len, want.values())))
     assert got == want, log
