@@ -63,7 +63,7 @@ def test_options_change_the_loops_or_switch_them_off():
     ("{repair_timeout_ms: 0}", "scheme_options.repair_timeout_ms"),
     ("{repair_timeout_ms: soon}", "scheme_options.repair_timeout_ms"),
     ("{repair_backoff: 8}", "scheme_options.repair_backoff"),
-    ("{policy: rule}", 'scheme_options.policy: .*runs in the flow model only'),
+    ("{policy: drl}", "scheme_options.policy: .*model set"),
     ("{policy: smart}", "scheme_options.policy"),
     ("{repiar: true}", "did you mean 'repair'")])
 def test_bad_options_are_refused_with_the_field_path(opts, msg):
@@ -116,3 +116,53 @@ def test_the_controller_reads_the_repair_counters_at_the_end():
     assert "no packet count" in broken.summary()["error"]
     scn, g, o = setup("repair: false")
     assert controller(g, scn, o, plan(g, scn, o), None) is None
+
+
+def test_slot_ranges_follow_the_split():
+    from schemes.l3dml.routing import slot_ranges
+    assert slot_ranges((1.0, 0.0, 0.0), 8) == [(0, 7, 0)]
+    assert slot_ranges((0.5, 0.25, 0.25), 8) == [(0, 3, 0), (4, 5, 1), (6, 7, 2)]
+    assert slot_ranges((0.34, 0.33, 0.33), 4) == [(0, 1, 0), (2, 2, 1), (3, 3, 2)]
+    assert slot_ranges((0.01, 0.99), 16) == [(0, 15, 1)]
+    for bad in ((0.5, 0.4), (-0.1, 1.1)):
+        with pytest.raises(ValueError, match="fractions"):
+            slot_ranges(bad, 8)
+
+
+MESH3 = """
+name: l3-mesh
+seed: 2
+datacenters:
+  - {name: a, lat: 0, lon: 0, racks: 1, workers_per_rack: 2}
+  - {name: b, lat: 0, lon: 10, racks: 1, workers_per_rack: 2}
+  - {name: c, lat: 10, lon: 0, racks: 1, workers_per_rack: 2}
+wan:
+  topology: full-mesh
+  default: {bandwidth_mbps: 20, delay_ms: 10}
+scheme: l3dml
+scheme_options: {root: a, policy: rule, window: 512}
+workload: {kind: synthetic, parameters: 262144}
+compute_time: {model: constant, value_ms: 100}
+stragglers:
+  persistent: [{dc: b, factor: 4}]
+iterations: 3
+"""
+
+
+def test_policy_rule_spreads_the_straggler_over_two_paths_by_slot_range():
+    from testbed.scenario import parse_scenario
+    scn = parse_scenario(MESH3, "<mesh3>")
+    g = dilate_graph(build_graph(scn))
+    p = plan(g, scn, L3dmlOptions.model_validate(scn.scheme_options))
+    alloc = {a["gateway"]: a for a in p.info["allocation"]}
+    b = alloc["g2"]
+    assert len(b["slot_ranges"]) == 2 and b["slot_ranges"][1][2] == ["g2", "g3", "g1"]
+    assert b["slot_ranges"][0][0] == 0 and b["slot_ranges"][-1][1] == 511     # the whole window
+    lo, hi, _ = b["slot_ranges"][1]
+    assert any(c.startswith(f"table_add MyIngress.agg_path MyIngress.ipv4_forward 1 10.0.0.1 {lo}->{hi} ")
+               for c in p.switch_commands["g2"])
+    assert any("agg_path" in c for c in p.switch_commands["g3"])      # the transit hop
+    assert alloc["g3"]["slot_ranges"] == [[0, 511, ["g3", "g1"]]]     # the fast one keeps its route
+    fm = p.info["flow_model"]
+    assert fm["rule"]["spread_s"] < fm["none"]["spread_s"]
+    assert fm["rule"]["completion_s"] <= fm["none"]["completion_s"] + 1e-9

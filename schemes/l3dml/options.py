@@ -20,9 +20,10 @@ class L3dmlOptions(InaOptions):
     # after re-sends on passes 1, 2, 4, ... a waiting copy is re-sent every 2^repair_backoff
     # passes (0: every pass): few duplicates while a parent waits for a straggler
     repair_backoff: int = Field(3, ge=0, le=7)
-    # the straggler policy: "none" (geo-ina's routes, no pacing). "rule" and "drl" (rate
-    # synchronization, schemes/l3dml/policies.py) run in the flow model; in the emulation
-    # they are refused until the switches' pacing and slot-range routing exist
+    # the straggler policy (schemes/l3dml/policies.py): "none" (geo-ina's routes), "rule"
+    # (rate synchronization: r_d = V_d / (T - t_d - D_d), stragglers split over paths),
+    # "drl" (the trained model set). Decided once, at plan time, on the flow model of the
+    # scenario; the emulation applies its path split by slot range (not its rate caps)
     policy: Literal["none", "rule", "drl"] = "none"
 
     @field_validator("repair_timeout_ms", mode="before")
@@ -35,8 +36,7 @@ class L3dmlOptions(InaOptions):
     @field_validator("policy")
     @classmethod
     def _policy(cls, v):
-        if v != "none":
-            raise ValueError(f'policy "{v}" (rate synchronization) runs in the flow model only '
-                             "(schemes/l3dml/policies.py, README.md); the emulation has no pacing "
-                             'and slot-range routing yet: use policy "none"')
+        if v == "drl":
+            raise ValueError('policy "drl" needs the trained model set, not in this version: '
+                             'use "rule" or "none"')
         return v

@@ -8,6 +8,7 @@ from __future__ import annotations
 from control.agg_entries import TimerLoop, switch_commands
 from schemes.base import Plan
 from schemes.ina.plan import plan_for, tree_for
+from schemes.l3dml import flowmodel, policies, routing
 from schemes.l3dml.options import L3dmlOptions
 from topologies.ports import timer_loop_ports
 
@@ -41,9 +42,32 @@ def repair_timeout_ms(graph, tree, o: L3dmlOptions) -> float:
 
 def plan(graph, scenario, o: L3dmlOptions) -> Plan:
     base = plan_for("geo-ina")(graph, scenario, o)
-    if not o.repair:
-        return base
     tree, _ = tree_for("geo-ina", graph, scenario, o)
+    base.info["policy"] = o.policy
+    loops = repair(graph, tree, o, base) if o.repair else {}
+    if o.policy != "none":
+        route(graph, scenario, tree, o, base, loops)
+    return base
+
+
+def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
+    """The policy's allocation on the flow model of the scenario (real-world graph),
+    as slot ranges per path: agg_path entries added to the plan, the allocation recorded."""
+    real = routing.real_graph(graph)
+    it = flowmodel.iteration_for(real, scenario, o)
+    alloc = policies.policy(o.policy)(it)
+    cmds, record = routing.path_entries(graph, tree, it, alloc, loops)
+    for sw, cs in cmds.items():
+        base.switch_commands.setdefault(sw, []).extend(cs)
+    model = {name: flowmodel.simulate(it, alloc if name == o.policy else policies.none(it))
+             for name in ("none", o.policy)}
+    base.info["allocation"] = record
+    base.info["flow_model"] = {name: {"spread_s": m.spread_s, "completion_s": m.completion_s}
+                               for name, m in model.items()}
+
+
+def repair(graph, tree, o: L3dmlOptions, base: Plan) -> dict:
+    """Timer loops and agg_repair entries on the plan; workers wait for the repair."""
     points = repaired_points(graph, tree)
     timeout = repair_timeout_ms(graph, tree, o)
     loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=2 ** o.repair_backoff - 1)
@@ -60,5 +84,5 @@ def plan(graph, scenario, o: L3dmlOptions) -> Plan:
     base.switch_commands = switch_commands(graph, [tree], loops=loops)
     base.timer_loops = {sw: timeout for sw in loops}
     base.info.update(repair_timeout_ms=timeout, repair_switches=sorted(loops),
-                     repair_backoff=o.repair_backoff, policy=o.policy)
-    return base
+                     repair_backoff=o.repair_backoff)
+    return loops

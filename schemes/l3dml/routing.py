@@ -1,0 +1,67 @@
+"""A straggler policy's allocation (schemes/l3dml/policies.py, on the flow model of the
+run's scenario) turned into switch entries (pure): each datacenter's share of its partial
+sums per candidate path becomes a contiguous slot range per path (a slot is a fixed share
+of every tensor: slot = chunk number mod window), and every range off the route gets
+agg_path entries along its path (control/agg_entries.slot_path_commands). The policy's rate
+caps are recorded, not applied: the emulation has no per-datacenter pacing yet."""
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+
+from control.agg_entries import TimerLoop, slot_path_commands
+
+
+def real_graph(g: nx.Graph) -> nx.Graph:
+    """The real-world graph a dilated one came from (testbed/dilation.py keeps the real
+    values as real_*): the flow model takes real-world rates and delays."""
+    if g.graph.get("dilated", 1.0) == 1.0:
+        return g
+    out = g.copy()
+    for _, _, a in out.edges(data=True):
+        a["bandwidth_mbps"], a["delay_ms"], a["jitter_ms"] = \
+            a["real_bandwidth_mbps"], a["real_delay_ms"], a["real_jitter_ms"]
+    out.graph["dilated"] = 1.0
+    return out
+
+
+def slot_ranges(split, window: int) -> list[tuple[int, int, int]]:
+    """[(lo, hi, path index)]: contiguous slot ranges of 0..window-1 in the split's
+    proportions (largest remainder, so they add up to the window; a path whose share rounds
+    to no slot gets none), in path order."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1 slot (got {window})")
+    if any(f < 0 for f in split) or not math.isclose(sum(split), 1.0, rel_tol=1e-6):
+        raise ValueError(f"split {tuple(split)} must be fractions >= 0 adding up to 1")
+    exact = [f * window for f in split]
+    counts = [math.floor(x) for x in exact]
+    for i in sorted(range(len(split)), key=lambda i: (counts[i] - exact[i], i))[:window - sum(counts)]:
+        counts[i] += 1
+    out, lo = [], 0
+    for i, n in enumerate(counts):
+        if n:
+            out.append((lo, lo + n - 1, i))
+            lo += n
+    return out
+
+
+def path_entries(graph, tree, iteration, allocation, loops: dict[str, TimerLoop]) -> tuple[dict, list]:
+    """(switch -> agg_path commands, [per datacenter: its split, slot ranges and rate cap])
+    for a flow-model iteration's allocation on geo-ina's tree (the same gateways)."""
+    commands: dict[str, list[str]] = {}
+    record = []
+    for s in iteration.streams:
+        a = allocation[s.dc]
+        point = next((p for p in tree.points.values() if p.switch == s.gateway and p.parent), None)
+        ranges = slot_ranges(a.split, tree.window) if point else []
+        record.append({"dc": s.dc, "gateway": s.gateway, "split": [round(f, 4) for f in a.split],
+                       "paths": [list(p) for p in s.paths],
+                       "slot_ranges": [[lo, hi, list(s.paths[i])] for lo, hi, i in ranges],
+                       "rate_cap_mbps": None if a.rate_bps is None else a.rate_bps / 1e6})
+        off_route = [(lo, hi, list(s.paths[i])) for lo, hi, i in ranges if i > 0]
+        if off_route:
+            for sw, cmds in slot_path_commands(graph, tree, point.id, off_route,
+                                               loops.get(s.gateway)).items():
+                commands.setdefault(sw, []).extend(cmds)
+    return commands, record
