@@ -65,14 +65,22 @@ def host_commands(graph, tcp) -> dict[str, list[str]]:
 
 
 def switch_params(graph, program: str, defines: dict, run_dir: Path, control: str = "cli",
-                  datapath: str = "auto") -> dict[str, dict]:
+                  datapath: str = "auto", pcap: list[str] = ()) -> dict[str, dict]:
     """Options per switch. Control ports are left to the switch class (a free localhost
     port), so concurrent runs on one machine never collide on 9090 + device id. datapath
-    is a softswitch option, passed only when it is not the default."""
+    is a softswitch option, passed only when it is not the default. pcap: the switches
+    (names without the graph's prefix) that write per-port pcaps into run_dir/pcap."""
     extra = {} if datapath == "auto" else {"datapath": datapath}
-    return {n: {"program": program, "defines": dict(defines), "device_id": d["device_id"],
-                "log_file": str(run_dir / "logs" / f"{n}.switch.log"), "control": control, **extra}
-            for n, d in graph.nodes(data=True) if d["role"] != "host"}
+    prefix = graph.graph.get("prefix", "")
+    switches = [n for n, d in graph.nodes(data=True) if d["role"] != "host"]
+    unknown = sorted(set(pcap) - {n[len(prefix):] for n in switches})
+    if unknown:
+        raise RunError(f"switch.pcap names {', '.join(unknown)}, not switches of this topology "
+                       f"(switches: {', '.join(sorted(n[len(prefix):] for n in switches))})")
+    return {n: {"program": program, "defines": dict(defines), "device_id": graph.nodes[n]["device_id"],
+                "log_file": str(run_dir / "logs" / f"{n}.switch.log"), "control": control, **extra,
+                **({"pcap_dir": str(run_dir / "pcap")} if n[len(prefix):] in pcap else {})}
+            for n in switches}
 
 
 def wan_intfs(graph, edge, src: str | None = None) -> list[tuple[str, str]]:
@@ -383,7 +391,7 @@ def bring_up(graph, backend, plan, scn, run_dir, record):
     return netbuild.build_network(
         graph, backends.switch_class(backend),
         switch_params(graph, scn.switch.program, scn.switch.defines, run_dir, scn.switch.control,
-                      scn.switch.datapath if backend == "softswitch" else "auto"), plan,
+                      scn.switch.datapath if backend == "softswitch" else "auto", scn.switch.pcap), plan,
         host_commands(graph, scn.tcp), on_node=on_node, on_switch_started=on_switch_started,
         relay_log_dir=str(run_dir / "logs"), on_relay_started=on_relay_started, relays=relay_run)
 

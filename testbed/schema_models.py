@@ -185,6 +185,9 @@ class SwitchCfg(Strict):
     datapath: Literal["auto", "compiled", "python"] = "auto"
     program: str = "p4/forward.p4"
     defines: dict[str, Union[int, str]] = {}
+    # switches (names without the run's prefix, e.g. g1) that write a pcap per port and
+    # direction into the run's pcap/ folder (analysis/root_arrivals.py reads the root's)
+    pcap: list[str] = []
 
 
 class LinkEmulation(Strict):

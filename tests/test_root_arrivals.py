@@ -1,0 +1,53 @@
+"""analysis/root_arrivals.py on a hand-made pcap: per iteration, each datacenter's last
+chunk's first arrival at the global point, re-sends and other traffic ignored; spreads."""
+import struct
+
+import numpy as np
+import pytest
+
+from analysis.root_arrivals import arrivals, read_pcap, root_arrivals, spreads
+from workers import agg_packet as ap
+
+ROOT = "10.0.0.1"
+
+
+def frame(src, slot, gen, flags=ap.DATA, job=1, dst=ROOT):
+    payload = ap.encode(job, flags, slot, gen, 0, 0, 2, 0, np.zeros(32, np.int32))
+    return ap.udp_frame("00:00:00:00:00:01", "00:00:00:00:00:02", src, dst, payload)
+
+
+def write_pcap(path, records):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for t, fr in records:
+            f.write(struct.pack("<IIII", int(t), round((t - int(t)) * 1e6), len(fr), len(fr)) + fr)
+
+
+def test_last_chunk_per_datacenter_and_iteration(tmp_path):
+    # window 2, 3 chunks per iteration: seq 0..2 iteration 0, 3..5 iteration 1
+    # seq = (gen - 1) * 2 + slot: seq 0 (0,1), 1 (1,1), 2 (0,2), 3 (1,2), 4 (0,3), 5 (1,3)
+    recs = [(1.0, frame("10.1.1.254", 0, 1)), (1.1, frame("10.2.0.254", 0, 1)),
+            (1.2, frame("10.1.1.254", 1, 1)), (1.5, frame("10.2.0.254", 1, 1)),
+            (1.3, frame("10.1.1.254", 0, 2)), (2.0, frame("10.2.0.254", 0, 2)),
+            (2.5, frame("10.2.0.254", 0, 2, ap.DATA | ap.RETX)),        # a re-send: later, ignored
+            (3.0, frame("10.1.1.254", 1, 2)), (3.4, frame("10.2.0.254", 1, 2)),
+            (3.1, frame("10.1.1.254", 0, 3)), (3.2, frame("10.2.0.254", 0, 3)),
+            (3.3, frame("10.1.1.254", 1, 3)), (3.9, frame("10.2.0.254", 1, 3)),
+            (4.0, frame("10.2.0.254", 1, 3, ap.RESULT)),                # not a contribution
+            (4.1, frame("10.3.0.254", 1, 3, job=2)),                    # another job
+            (4.2, frame("10.3.0.254", 1, 3, dst="10.0.0.2"))]           # another point
+    write_pcap(tmp_path / "g1-eth1_in.pcap", recs[:7])
+    write_pcap(tmp_path / "g1-eth2_in.pcap", recs[7:])
+    assert [t for t, _ in read_pcap(tmp_path / "g1-eth1_in.pcap")] == pytest.approx([r[0] for r in recs[:7]])
+    arr = root_arrivals(tmp_path, "g1", ROOT, 1, window=2, chunks=3)
+    assert arr == {0: pytest.approx({1: 1.3, 2: 2.0}), 1: pytest.approx({1: 3.3, 2: 3.9})}
+    assert spreads(arr) == pytest.approx({0: 0.7, 1: 0.6})
+    assert arrivals([], ROOT, 1, 2, 3) == {} and spreads({}) == {}
+
+
+def test_missing_or_foreign_files_say_what_to_do(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"switch.pcap: \[g1\]"):
+        root_arrivals(tmp_path, "g1", ROOT, 1, 2, 3)
+    (tmp_path / "g1-eth1_in.pcap").write_bytes(b"\x00" * 40)
+    with pytest.raises(ValueError, match="not a little-endian pcap"):
+        root_arrivals(tmp_path, "g1", ROOT, 1, 2, 3)
