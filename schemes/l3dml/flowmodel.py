@@ -37,7 +37,7 @@ from control.routes import _weight as route_weight
 from schemes import model as M
 from schemes.ina.options import InaOptions
 from schemes.ina.plan import tree_for
-from schemes.l3dml import fluid
+import schemes.l3dml.fluid as fluid
 from topologies.graph import hosts_by_dc
 from workers.agg_packet import frame_bytes
 

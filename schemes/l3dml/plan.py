@@ -8,6 +8,9 @@ from __future__ import annotations
 from control.agg_entries import TimerLoop, switch_commands
 from schemes.base import Plan
 from schemes.ina.plan import plan_for, tree_for
+import schemes.l3dml.flowmodel as flowmodel
+import schemes.l3dml.policies as policies
+import schemes.l3dml.routing as routing
 from schemes.l3dml.options import L3dmlOptions
 from topologies.ports import timer_loop_ports
 
@@ -52,8 +55,6 @@ def plan(graph, scenario, o: L3dmlOptions) -> Plan:
 def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
     """The policy's allocation on the flow model of the scenario (real-world graph),
     as slot ranges per path: agg_path entries added to the plan, the allocation recorded."""
-    # imported here: the flow model's modules are the package's, which imports this one
-    from schemes.l3dml import flowmodel, policies, routing
     real = routing.real_graph(graph)
     it = flowmodel.iteration_for(real, scenario, o)
     alloc = policies.policy(o.policy)(it)
