@@ -717,11 +717,13 @@ control MyIngress(inout headers hdr, inout metadata meta,
             }
         }
         if (meta.agg.route == 1) {
-            bool steered = false;
             if (hdr.agg.isValid() && (hdr.agg.flags & AGG_FLAG_DATA) != 0) {
-                steered = agg_path.apply().hit;
-            }
-            if (!steered) {
+                if (agg_path.apply().hit) {
+                    /* steered by slot range */
+                } else {
+                    ipv4_lpm.apply();
+                }
+            } else {
                 ipv4_lpm.apply();
             }
         }

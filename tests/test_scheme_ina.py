@@ -58,7 +58,7 @@ def test_aggregation_program_is_chosen_unless_named():
     assert scenario(scheme="ina").switch.program == "p4/aggregation.p4"
     assert parse_scenario(scenario().model_dump_json(), "<x>").switch.program == "p4/aggregation.p4"
     assert scenario(scheme="ps").switch.program == "p4/forward.p4"
-    assert [n for n in schemes.NAMES if schemes.get(n).program] == ["ina", "geo-ina", "libra", "inart"]
+    assert [n for n in schemes.NAMES if schemes.get(n).program] == ["ina", "geo-ina", "l3dml", "libra", "inart"]
     named = scenario("switch: {program: p4/forward.p4}")
     assert named.switch.program == "p4/forward.p4"
     with pytest.raises(ValueError, match="remove switch.program"):
