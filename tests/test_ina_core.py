@@ -129,6 +129,8 @@ MATRIX = [
     {"k": 64, "time_dilation": 3.0},
     {"initial_cwnd": 2, "k": 64},
     {"reorder_extra": 0.05},
+    {"max_rate_pps": 300.0},
+    {"max_rate_pps": 5000.0, "pacing": False},
 ]
 
 

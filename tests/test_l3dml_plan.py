@@ -163,6 +163,11 @@ def test_policy_rule_spreads_the_straggler_over_two_paths_by_slot_range():
                for c in p.switch_commands["g2"])
     assert any("agg_path" in c for c in p.switch_commands["g3"])      # the transit hop
     assert alloc["g3"]["slot_ranges"] == [[0, 511, ["g3", "g1"]]]     # the fast one keeps its route
+    # every worker paced at its datacenter's cap (real bps -> packets/s on the dilated clock)
+    from workers.agg_packet import frame_bytes
+    for h, c in p.comm.items():
+        cap = next(a for a in p.info["allocation"] if a["dc"] == g.nodes[h]["dc_index"])["rate_cap_mbps"]
+        assert c["client"]["max_rate_pps"] == pytest.approx(cap * 1e6 / scn.time_dilation / 8 / frame_bytes(32))
     fm = p.info["flow_model"]
     assert fm["rule"]["spread_s"] < fm["none"]["spread_s"]
     assert fm["rule"]["completion_s"] <= fm["none"]["completion_s"] + 1e-9

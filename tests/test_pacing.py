@@ -202,3 +202,23 @@ def test_a_late_wake_up_catches_up():
         p.sent(late)
         n += 1
     assert n == 3 * p.quantum
+
+
+def test_a_cap_paces_every_tensor_at_most_at_it():
+    from workers.pacing import MIN_SAMPLES, Pacer
+    p = Pacer(max_rate=100.0)
+    p.start(0.0)
+    assert p.rate == 100.0                       # the first tensor too, with no estimate yet
+    for i in range(MIN_SAMPLES + 10):            # results at 1000/s: the estimate is above the cap
+        p.on_result(i / 1000.0, srtt=0.001)
+    p.start(1.0)
+    assert p.rate == 100.0
+    q = Pacer(max_rate=10_000.0)
+    for i in range(MIN_SAMPLES + 10):
+        q.on_result(i / 1000.0, srtt=0.001)
+    q.start(1.0)
+    assert q.rate == pytest.approx(q.gain * 1000.0)   # below the cap: the estimate's
+    assert Pacer(enabled=False, max_rate=50.0).rate is None
+    r = Pacer(enabled=False, max_rate=50.0)
+    r.start(0.0)
+    assert r.rate == 50.0

@@ -88,6 +88,9 @@ class ClientConfig:
     # added to RACK's reordering window (s): the time the switches take to repair a loss
     # between them (docs/protocol.md, "Lossless links ..."), so they repair it first
     reorder_extra: float = 0.0
+    # a cap on the send rate, packets/s (0: none): every tensor is paced at most at it
+    # (l3dml's rate synchronization paces a datacenter's workers; workers/pacing.py)
+    max_rate_pps: float = 0.0
     # the state machine's implementation (workers/ina_core.make_client): "python" this
     # module, "c" workers/native/ina_core.c, "auto" C when it builds, else Python
     core: str = "auto"
@@ -104,6 +107,8 @@ class ClientConfig:
             raise ValueError(f"k must be 32 or 64, as the switch program's AGG_K (got {self.k})")
         if self.loss_response not in ("cut", "backlog"):
             raise ValueError(f'loss_response must be "cut" or "backlog" (got {self.loss_response!r})')
+        if self.max_rate_pps < 0:
+            raise ValueError(f"max_rate_pps must be >= 0 (0: no cap), got {self.max_rate_pps}")
         if self.reorder_extra < 0:
             raise ValueError(f"reorder_extra must be >= 0 s (got {self.reorder_extra})")
         if self.core not in ("python", "c", "auto"):
@@ -246,7 +251,7 @@ class InaClient:
         self._rack_at: float | None = None
         self._progress = float("-inf")
         self.cc = congestion_window(cfg)
-        self.pacer = Pacer(enabled=cfg.pacing)
+        self.pacer = Pacer(enabled=cfg.pacing, max_rate=cfg.max_rate_pps)
         self._veno_beta = veno_threshold(wire.frame_bytes(cfg.k))
         self._pace_at: float | None = None  # when pacing lets the next sends go
         # chunks transmitted since the last output, in order, and which of them are RETX

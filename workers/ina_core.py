@@ -42,7 +42,7 @@ class _Config(ctypes.Structure):
         "backlog", "initial_cwnd", "quantum", "burst_quanta", "min_samples", "payload_len")] + \
         [(f, ctypes.c_double) for f in (
             "initial_rto", "min_rto", "max_rto", "granularity", "beta", "cubic_c",
-            "time_dilation", "veno_beta", "gain", "interval_rtts", "reorder_extra")]
+            "time_dilation", "veno_beta", "gain", "interval_rtts", "reorder_extra", "max_rate")]
 
 
 class CoreStats(ctypes.Structure):
@@ -171,7 +171,8 @@ class InaCoreClient:
                     min_rto=rtt.min_rto, max_rto=rtt.max_rto, granularity=rtt.granularity,
                     beta=cc.beta, cubic_c=cc.c, time_dilation=cc.time_dilation,
                     veno_beta=veno_threshold(wire.frame_bytes(cfg.k)), gain=pacer.gain,
-                    interval_rtts=pacing.INTERVAL_RTTS, reorder_extra=cfg.reorder_extra)
+                    interval_rtts=pacing.INTERVAL_RTTS, reorder_extra=cfg.reorder_extra,
+                    max_rate=cfg.max_rate_pps)
         self._v = _View()
         core = lib.ina_new(ctypes.byref(c), ctypes.byref(self._v))
         if not core:

@@ -61,6 +61,8 @@ class Pacer:
     gain: float = GAIN
     quantum: int = QUANTUM
     rate: float | None = None           # packets/s of this tensor; None: not paced
+    max_rate: float = 0.0               # a cap on the rate, packets/s (0: none); set from
+                                        # outside (a scheme's plan), it paces every tensor
     _best: float = 0.0                  # highest delivery rate measured in this tensor
     _arrivals: deque = field(default_factory=deque)
     _tokens: float = 0.0
@@ -75,6 +77,8 @@ class Pacer:
             self._best = (len(a) - 1) / (a[-1] - a[0])
         if self.enabled and self._best > 0:
             self.rate = self.gain * self._best
+        if self.max_rate > 0:
+            self.rate = self.max_rate if self.rate is None else min(self.rate, self.max_rate)
         self._best, self._arrivals = 0.0, deque()
         self._tokens, self._t = float(self.quantum), now
 

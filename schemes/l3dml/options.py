@@ -23,8 +23,10 @@ class L3dmlOptions(InaOptions):
     # the straggler policy (schemes/l3dml/policies.py): "none" (geo-ina's routes), "rule"
     # (rate synchronization: r_d = V_d / (T - t_d - D_d), stragglers split over paths),
     # "drl" (the trained model set). Decided once, at plan time, on the flow model of the
-    # scenario; the emulation applies its path split by slot range (not its rate caps)
+    # scenario; the emulation applies its path split by slot range, and its rate caps by
+    # pacing every worker of a datacenter at the cap (`pace`)
     policy: Literal["none", "rule", "drl"] = "none"
+    pace: bool = True
 
     @field_validator("repair_timeout_ms", mode="before")
     @classmethod

@@ -61,6 +61,10 @@ def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
     cmds, record = routing.path_entries(graph, tree, it, alloc, loops)
     for sw, cs in cmds.items():
         base.switch_commands.setdefault(sw, []).extend(cs)
+    if o.pace:
+        caps = routing.worker_caps_pps(graph, alloc, base.info["k"], scenario.time_dilation)
+        for h, c in base.comm.items():
+            c["client"]["max_rate_pps"] = caps.get(graph.nodes[h]["dc_index"], 0.0)
     model = {name: flowmodel.simulate(it, alloc if name == o.policy else policies.none(it))
              for name in ("none", o.policy)}
     base.info["allocation"] = record

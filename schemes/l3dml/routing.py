@@ -2,8 +2,9 @@
 run's scenario) turned into switch entries (pure): each datacenter's share of its partial
 sums per candidate path becomes a contiguous slot range per path (a slot is a fixed share
 of every tensor: slot = chunk number mod window), and every range off the route gets
-agg_path entries along its path (control/agg_entries.slot_path_commands). The policy's rate
-caps are recorded, not applied: the emulation has no per-datacenter pacing yet."""
+agg_path entries along its path (control/agg_entries.slot_path_commands); a datacenter's
+rate cap paces each of its workers (a chunk's partial sum leaves the gateway when the last
+of its workers' chunks is in, so the workers' rate is the partial sums' rate)."""
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ import math
 import networkx as nx
 
 from control.agg_entries import TimerLoop, slot_path_commands
+from workers.agg_packet import frame_bytes
 
 
 def real_graph(g: nx.Graph) -> nx.Graph:
@@ -44,6 +46,14 @@ def slot_ranges(split, window: int) -> list[tuple[int, int, int]]:
             out.append((lo, lo + n - 1, i))
             lo += n
     return out
+
+
+def worker_caps_pps(graph, allocation, k: int, dilation: float) -> dict[int, float]:
+    """{datacenter: packets/s on the emulation's clock} of the allocation's rate caps
+    (real-world bps of the partial sums: frames of k values; the emulation runs 1/dilation
+    of real rates). Datacenters without a cap are left out."""
+    return {dc: a.rate_bps / dilation / (8 * frame_bytes(k))
+            for dc, a in allocation.items() if a.rate_bps is not None}
 
 
 def path_entries(graph, tree, iteration, allocation, loops: dict[str, TimerLoop]) -> tuple[dict, list]:

@@ -25,7 +25,7 @@ struct ina_config {
     int64_t job, window, k, max_retransmissions, cc_enabled, cubic, rack, pacing, backlog;
     int64_t initial_cwnd, quantum, burst_quanta, min_samples, payload_len;
     double initial_rto, min_rto, max_rto, granularity, beta, cubic_c, time_dilation;
-    double veno_beta, gain, interval_rtts, reorder_extra;
+    double veno_beta, gain, interval_rtts, reorder_extra, max_rate;
 };
 
 /* What Python reads (and rtt.granularity, which it writes): workers/ina_core.py's _View,
@@ -196,6 +196,10 @@ static void pacer_start(struct ina_core *c, double now) {
         c->best = (double)(len - 1) / (a[c->a_tail - 1] - a[c->a_head]);
     if (c->cfg.pacing && c->best > 0) {
         c->v->rate = c->cfg.gain * c->best;
+        c->v->has_rate = 1;
+    }
+    if (c->cfg.max_rate > 0) {      /* Pacer.max_rate: a cap set from outside */
+        c->v->rate = c->v->has_rate ? py_min(c->v->rate, c->cfg.max_rate) : c->cfg.max_rate;
         c->v->has_rate = 1;
     }
     c->best = 0.0;
