@@ -237,7 +237,7 @@ def test_bad_inputs_say_what_to_do():
     with pytest.raises(ValueError, match="use 1..3"):
         F.candidate_paths(triangle(), "g2", "g1", 4)
     with pytest.raises(ValueError, match="use one of"):
-        P.policy("drl")
+        P.policy("dqn")
     g = build_graph(scenario())
     g.graph["dilated"] = 4.0
     with pytest.raises(ValueError, match="build_graph, not dilate_graph"):

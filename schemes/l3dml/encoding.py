@@ -13,8 +13,8 @@ Times are / the reference time, rates / the layout's reference rate.
 
 Action (Box [0, 1], per datacenter slot 1 + paths numbers): the rate level (the cap is
 level x the datacenter's line rate, min(LAN, sum of its used paths' rates); >= NO_CAP_LEVEL:
-no cap; at least MIN_LEVEL so every stream finishes) and one weight per path (normalized;
-all 0: the route only).
+no cap; at least MIN_LEVEL so every stream finishes) and one weight per path (normalized,
+then a path below one chunk gets none; all 0: the route only).
 """
 from __future__ import annotations
 
@@ -95,8 +95,11 @@ def line_rate(it: F.Iteration, s: F.Stream, split) -> float:
     return min(s.lan_bps, sum(used))
 
 
-def route_only(s: F.Stream) -> tuple[float, ...]:
-    return tuple(1.0 if i == 0 else 0.0 for i in range(len(s.paths)))
+def _whole_chunks(f: np.ndarray, chunks: int) -> tuple[float, ...]:
+    """A split with no path below one chunk: paths get slot ranges, and a fraction under
+    1 / chunks is no chunk at all (a sigmoid never gives exactly 0)."""
+    f = np.where(f * max(chunks, 1) < 1.0, 0.0, f)
+    return tuple(float(x) for x in f / f.sum()) if f.sum() > 0 else (1.0,) + (0.0,) * (len(f) - 1)
 
 
 def allocation_of(layout: Layout, it: F.Iteration, action) -> dict[int, F.Allocation]:
@@ -108,7 +111,7 @@ def allocation_of(layout: Layout, it: F.Iteration, action) -> dict[int, F.Alloca
         n = min(len(s.paths), layout.paths)
         w = np.zeros(len(s.paths))
         w[:n] = row[1:1 + n]
-        split = tuple(float(x) for x in w / w.sum()) if w.sum() > 1e-9 else route_only(s)
+        split = _whole_chunks(w / w.sum(), it.chunks) if w.sum() > 1e-9 else F.route_split(s)
         level = max(MIN_LEVEL, float(row[0]))
         cap = None if level >= NO_CAP_LEVEL else level * line_rate(it, s, split)
         out[s.dc] = F.Allocation(split, cap)
