@@ -24,7 +24,7 @@ from topologies.graph import build_graph  # noqa: E402
 NAMES = [r.name for r in M.REGIMES]
 
 
-def centre(r: M.Regime) -> M.Measured:
+def centre(r: M.NamedRegime) -> M.Measured:
     return M.Measured(round(sum(r.dcs) / 2), math.sqrt(r.straggler_ratio[0] * r.straggler_ratio[1]),
                       math.sqrt(r.bandwidth_mbps[0] * r.bandwidth_mbps[1]))
 

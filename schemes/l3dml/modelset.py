@@ -49,8 +49,9 @@ class ModelSetError(ValueError):
 
 
 @dataclass(frozen=True)
-class Regime:
-    """A named region of conditions and the config its agent trains on."""
+class NamedRegime:
+    """A named box of measurable conditions (its agent trains on config_of(it); not to be
+    confused with regime.Regime, one drawn episode's conditions)."""
     name: str
     dcs: tuple[int, int]
     straggler_ratio: tuple[float, float]
@@ -65,20 +66,20 @@ class Measured:
     bandwidth_mbps: float       # median directed WAN link rate
 
 
-def _regimes() -> tuple[Regime, ...]:
+def _regimes() -> tuple[NamedRegime, ...]:
     out = []
     for (dn, dcs), (sn, ratio), (bn, bw) in product(
             (("3-4", (3, 4)), ("5-6", (5, 6))),
             (("mild", (1.0, 2.0)), ("heavy", (2.0, 3.0))),
             (("low", (20.0, 60.0)), ("high", (60.0, 200.0)))):
-        out.append(Regime(f"dc{dn}-{sn}-{bn}", dcs, ratio, bw))
+        out.append(NamedRegime(f"dc{dn}-{sn}-{bn}", dcs, ratio, bw))
     return tuple(out)
 
 
 REGIMES = _regimes()
 
 
-def config_of(regime: Regime, iterations: int = 8) -> RegimeConfig:
+def config_of(regime: NamedRegime, iterations: int = 8) -> RegimeConfig:
     """The training config of a regime: its datacenters and bandwidth; mild: none or one
     straggler at x1.5..2, heavy: one or two at x2..3 (the ratio's range either way)."""
     lo, hi = regime.straggler_ratio
@@ -100,7 +101,7 @@ def _gap(x: float, lo: float, hi: float) -> float:
     return max(lo - x, 0.0, x - hi)
 
 
-def distance(regime: Regime, m: Measured) -> float:
+def distance(regime: NamedRegime, m: Measured) -> float:
     """0 inside the regime; outside, the Euclidean length of the gaps, each in units of one
     regime's width (SCALE_*): datacenters in counts, the ratio and the rate in logs."""
     ratio = min(max(m.straggler_ratio, 1.0), 1e9)
@@ -120,7 +121,7 @@ def select(regimes, m: Measured) -> int:
 # ---------------------------------------------------------------- the set
 @dataclass
 class Agent:
-    regime: Regime
+    regime: NamedRegime
     config: RegimeConfig                # what it trained on
     layout: E.Layout                    # its observations' layout
     weights: np.ndarray                 # agent.LinearPolicy weights
@@ -207,7 +208,7 @@ def from_dict(d: dict, path="<model set>") -> ModelSet:
         if not isinstance(raw, list) or not raw:
             raise ValueError("no agents")
         for i, a in enumerate(raw):
-            regime = _tuples(Regime, a["regime"])
+            regime = _tuples(NamedRegime, a["regime"])
             layout = _tuples(E.Layout, a["layout"])
             w = np.asarray(a["weights"], dtype=np.float64)
             want = (1 + layout.paths, A.features(layout.per_dc))

@@ -92,7 +92,7 @@ def evaluate(env, policy: A.LinearPolicy, start: A.LinearPolicy, held_out) -> di
             "rule": returns(env, named("rule"), held_out)}
 
 
-def train_agent(regime: M.Regime, index: int, settings: TrainSettings, log=print) -> M.Agent:
+def train_agent(regime: M.NamedRegime, index: int, settings: TrainSettings, log=print) -> M.Agent:
     env = L3dmlEnv(M.config_of(regime, settings.iterations))
 
     def progress(rec):
