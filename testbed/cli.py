@@ -10,6 +10,8 @@
   gdml doctor [--json]
   gdml show SCENARIO [--set key=value]... [--out DIR] [--format pdf,png]
   gdml demo [--out DIR] [--quick]            (the doctor, then ps against geo-ina: ~3 min)
+  gdml train l3dml [--out FILE] [--generations G] [--population P] [--quick] [--seed S]
+                                             (L3DML's DRL model set in the flow model; no root)
 
 `gdml` is the console script pyproject.toml declares; `python3 run.py ...` is the same
 program. The program name in usage and messages is `gdml` either way. Errors are one line
@@ -120,6 +122,12 @@ def cmd_demo(a) -> int:
     return main(a.out, quick=a.quick)
 
 
+def cmd_train(a) -> int:
+    from schemes.l3dml.training import main   # numpy and the flow model only: no root
+    return main(out=a.out, generations=a.generations, population=a.population, quick=a.quick,
+                seed=a.seed)
+
+
 def _need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise SystemExit(f"error: `{PROG} {what}` needs root (network namespaces, veth, tc): "
@@ -191,6 +199,16 @@ def parser() -> argparse.ArgumentParser:
                     "demo-<time> folder inside)")
     dm.add_argument("--quick", action="store_true", help="one repetition of 3 iterations")
     dm.set_defaults(fn=cmd_demo)
+    t = sub.add_parser("train", help="train a scheme's learned policy: l3dml's DRL model set, one "
+                       "agent per regime, in the flow model (no root; minutes)")
+    t.add_argument("scheme", choices=("l3dml",))
+    t.add_argument("--out", default=None, help="model set file (default: results/l3dml/model-set.json; "
+                   "the committed default is schemes/l3dml/models/default.json)")
+    t.add_argument("--generations", type=int, default=None, help="CEM generations per agent (default 40)")
+    t.add_argument("--population", type=int, default=None, help="candidates per generation (default 16)")
+    t.add_argument("--quick", action="store_true", help="toy size: seconds, for a first look")
+    t.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    t.set_defaults(fn=cmd_train)
     return p
 
 

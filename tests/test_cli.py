@@ -13,7 +13,8 @@ import pytest
 from testbed import cli
 from topologies import linkemu
 
-VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show", "demo"]
+VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show", "demo",
+         "train"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -160,3 +161,16 @@ def test_existing_interface_names_refuse_the_run_and_are_left_alone(tmp_path):
         assert '"complete": false' in summary
     finally:
         subprocess.run(["ip", "link", "del", "tdg1-eth1"], stderr=subprocess.DEVNULL)
+
+
+def test_train_l3dml_quick_writes_a_loadable_model_set(tmp_path, capsys):
+    from schemes.l3dml import modelset
+    out = tmp_path / "sets" / "toy.json"
+    assert cli.main(["train", "l3dml", "--quick", "--seed", "2", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "dc3-4-mild-low  generation   1/2  best" in text          # progress per generation
+    assert re.search(r"^regime +train s +agent +set +start +none +rule", text, re.M)   # the table
+    ms = modelset.load(out)
+    assert len(ms.agents) == len(modelset.REGIMES) and ms.agents[0].training["seed"] == 2
+    assert cli.main(["train", "l3dml", "--quick", "--out", str(tmp_path)]) == 1    # a folder
+    assert "is a folder: give a file name" in capsys.readouterr().err

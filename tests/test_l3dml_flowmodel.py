@@ -4,6 +4,7 @@ rate-synchronization rule against `none` (pure, no root)."""
 from __future__ import annotations
 
 import math
+import signal
 
 import networkx as nx
 import pytest
@@ -236,8 +237,26 @@ def test_bad_inputs_say_what_to_do():
     with pytest.raises(ValueError, match="use 1..3"):
         F.candidate_paths(triangle(), "g2", "g1", 4)
     with pytest.raises(ValueError, match="use one of"):
-        P.policy("drl")
+        P.policy("dqn")
     g = build_graph(scenario())
     g.graph["dilated"] = 4.0
     with pytest.raises(ValueError, match="build_graph, not dilate_graph"):
         F.wan_digraph(g)
+
+
+def test_a_tiny_flow_late_in_time_finishes():
+    # t + left / rate rounds back to t for a flow of a few bytes starting at a large t: the
+    # simulation must call it done rather than step by zero forever (found by training,
+    # where an agent gave a path 1e-8 of a partial sum)
+    def stuck(*_):
+        raise AssertionError("the fluid simulation did not finish a tiny flow within 5 s")
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(5)
+    try:
+        results = [(start, size, fluid.simulate([fluid.Flow(("l",), size, start)], {"l": 1e9 / 3}))
+                   for start, size in ((1000.3, 1.0), (123.456, 7.0), (10000.1, 0.1))]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    for start, size, res in results:
+        assert res.finish_s[0] == pytest.approx(start + 8 * size / (1e9 / 3), abs=1e-9)

@@ -63,7 +63,7 @@ def test_options_change_the_loops_or_switch_them_off():
     ("{repair_timeout_ms: 0}", "scheme_options.repair_timeout_ms"),
     ("{repair_timeout_ms: soon}", "scheme_options.repair_timeout_ms"),
     ("{repair_backoff: 8}", "scheme_options.repair_backoff"),
-    ("{policy: drl}", "scheme_options.policy: .*model set"),
+    ("{policy: learned}", "scheme_options.policy"),
     ("{policy: smart}", "scheme_options.policy"),
     ("{repiar: true}", "did you mean 'repair'")])
 def test_bad_options_are_refused_with_the_field_path(opts, msg):

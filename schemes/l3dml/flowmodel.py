@@ -84,6 +84,11 @@ class Allocation:
     rate_bps: float | None = None
 
 
+def route_split(s: Stream) -> tuple[float, ...]:
+    """All of the partial sum on the route (path 0): what geo-ina does."""
+    return tuple(1.0 if i == 0 else 0.0 for i in range(len(s.paths)))
+
+
 @dataclass(frozen=True)
 class Outcome:
     arrival_s: dict                     # dc -> when its last byte reaches the root

@@ -131,8 +131,11 @@ def simulate(flows: Sequence[Flow], capacity_bps: Mapping) -> FluidResult:
         t = t_next
         still = []
         for i in active:
-            # a flow whose remaining bits would take less than EPS of the elapsed time is done
-            if left[i] <= EPS * max(flows[i].bytes * 8.0, 1.0):
+            # done when what is left is below EPS of its volume, or would take less than
+            # EPS of the clock: t + left / rate can round back to t (t large, flow tiny),
+            # and a step of zero would never end
+            if left[i] <= EPS * max(flows[i].bytes * 8.0, 1.0) or \
+                    left[i] <= rate[i] * EPS * max(abs(t), 1.0):
                 left[i], finish[i] = 0.0, t
             else:
                 still.append(i)

@@ -35,10 +35,3 @@ class L3dmlOptions(InaOptions):
             raise ValueError('must be "auto" or a number of ms > 0')
         return v
 
-    @field_validator("policy")
-    @classmethod
-    def _policy(cls, v):
-        if v == "drl":
-            raise ValueError('policy "drl" needs the trained model set, not in this version: '
-                             'use "rule" or "none"')
-        return v

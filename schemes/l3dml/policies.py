@@ -9,26 +9,28 @@
            its candidate paths, each at what its path has left after the paced streams. T is the smallest target the flow model confirms (bisection
            between a lower bound and `none`'s last arrival), so the rule's last arrival
            is never later than `none`'s.
+    drl    the DRL model set (modelset.py): the selector picks the agent of the iteration's
+           regime, its action is decoded to allocations (encoding.py). Default set: the
+           committed models/default.json; another with policy("drl", model_set=PATH).
 
-The DRL model set is measured against `rule` (README.md).
+The DRL model set is measured against `none` and `rule` (README.md).
 """
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
 
-from schemes.l3dml.flowmodel import Allocation, Iteration, Outcome, Stream, simulate
+from pathlib import Path
+
+import schemes.l3dml.modelset as modelset
+from schemes.l3dml.flowmodel import Allocation, Iteration, Outcome, Stream, route_split, simulate
 
 BISECTION_ROUNDS = 14       # T to (none's last arrival - lower bound) / 16384
 ON_TIME = 1e-6              # relative slack for "arrived by T" (float sums)
 
 
-def one_path(s: Stream, index: int = 0) -> tuple[float, ...]:
-    return tuple(1.0 if i == index else 0.0 for i in range(len(s.paths)))
-
-
 def none(it: Iteration) -> dict[int, Allocation]:
-    return {s.dc: Allocation(one_path(s)) for s in it.streams}
+    return {s.dc: Allocation(route_split(s)) for s in it.streams}
 
 
 def _wan_links(path) -> list:
@@ -55,7 +57,7 @@ def synchronized(it: Iteration, target_s: float) -> dict[int, Allocation]:
     out = {}
     for s in it.streams:
         if s.dc in paced:
-            out[s.dc] = Allocation(one_path(s), paced[s.dc] if paced[s.dc] > 0 else None)
+            out[s.dc] = Allocation(route_split(s), paced[s.dc] if paced[s.dc] > 0 else None)
             continue
         # each subflow at its path's spare rate: the split in proportion to the spares and
         # the cap their sum, so no subflow takes from a paced stream (max-min would give
@@ -64,7 +66,7 @@ def synchronized(it: Iteration, target_s: float) -> dict[int, Allocation]:
                       for l in _wan_links(p)), default=s.lan_bps) for p in s.paths]
         total = sum(spare)
         out[s.dc] = Allocation(tuple(x / total for x in spare), total) if total > 0 \
-            else Allocation(one_path(s))
+            else Allocation(route_split(s))
     return out
 
 
@@ -96,13 +98,22 @@ def rule(it: Iteration) -> dict[int, Allocation]:
     return best if best is not None else base
 
 
-POLICIES = {"none": none, "rule": rule}
+def drl(it: Iteration, model_set=None) -> dict[int, Allocation]:
+    """The model set's decision (a path to a set file; None: the committed default)."""
+    return modelset.load_cached(str(Path(model_set or modelset.DEFAULT_PATH))).allocation(it)
 
 
-def policy(name: str):
-    """The policy called `name`."""
+POLICIES = {"none": none, "rule": rule, "drl": drl}
+
+
+def policy(name: str, model_set=None):
+    """The policy called `name`; model_set (a set file) only for `drl`."""
     if name not in POLICIES:
         raise ValueError(f"unknown l3dml policy {name!r}: use one of {sorted(POLICIES)}")
+    if model_set is not None:
+        if name != "drl":
+            raise ValueError(f"model_set is an option of the drl policy, not of {name!r}")
+        return lambda it: drl(it, model_set)
     return POLICIES[name]
 
 
