@@ -163,11 +163,26 @@ def test_policy_rule_spreads_the_straggler_over_two_paths_by_slot_range():
                for c in p.switch_commands["g2"])
     assert any("agg_path" in c for c in p.switch_commands["g3"])      # the transit hop
     assert alloc["g3"]["slot_ranges"] == [[0, 511, ["g3", "g1"]]]     # the fast one keeps its route
-    # every worker paced at its datacenter's cap (real bps -> packets/s on the dilated clock)
+    # chunk-synchronous pacing (default): the straggler starts at once, the others wait for
+    # its first chunk's arrival; all paced at its rate (real bps -> packets/s, dilated clock)
     from workers.agg_packet import frame_bytes
+    sync = p.info["sync"]
+    assert sync["mode"] == "chunk" and sync["start_delay_s"][2] == 0.0
+    # b starts 0.3 s late (x4 of 100 ms) and its route is 10 ms; the root datacenter has none
+    assert sync["start_delay_s"][3] == pytest.approx(0.3, abs=1e-3)
+    assert sync["start_delay_s"][1] == pytest.approx(0.31, abs=1e-3)
+    b_cap = next(a for a in p.info["allocation"] if a["dc"] == 2)["rate_cap_mbps"]
     for h, c in p.comm.items():
-        cap = next(a for a in p.info["allocation"] if a["dc"] == g.nodes[h]["dc_index"])["rate_cap_mbps"]
+        dc = g.nodes[h]["dc_index"]
+        assert c["client"]["max_rate_pps"] == pytest.approx(b_cap * 1e6 / scn.time_dilation / 8 / frame_bytes(32))
+        assert c["start_delay_s"] == pytest.approx(sync["start_delay_s"][dc] * scn.time_dilation)
+    # the policy's own caps from each one's start (sync: policy)
+    opts = L3dmlOptions.model_validate({**scn.scheme_options, "sync": "policy"})
+    q = plan(g, scn, opts)
+    for h, c in q.comm.items():
+        cap = next(a for a in q.info["allocation"] if a["dc"] == g.nodes[h]["dc_index"])["rate_cap_mbps"]
         assert c["client"]["max_rate_pps"] == pytest.approx(cap * 1e6 / scn.time_dilation / 8 / frame_bytes(32))
+        assert c["start_delay_s"] == 0.0
     fm = p.info["flow_model"]
     assert fm["rule"]["spread_s"] < fm["none"]["spread_s"]
     assert fm["rule"]["completion_s"] <= fm["none"]["completion_s"] + 1e-9

@@ -42,6 +42,11 @@ def test_last_chunk_per_datacenter_and_iteration(tmp_path):
     arr = root_arrivals(tmp_path, "g1", ROOT, 1, window=2, chunks=3)
     assert arr == {0: pytest.approx({1: 1.3, 2: 2.0}), 1: pytest.approx({1: 3.3, 2: 3.9})}
     assert spreads(arr) == pytest.approx({0: 0.7, 1: 0.6})
+    from analysis.root_arrivals import chunk_arrivals, chunk_spreads, root_frames
+    by_chunk = chunk_arrivals(root_frames(tmp_path, "g1"), ROOT, 1, window=2)
+    assert by_chunk[2] == pytest.approx({1: 1.3, 2: 2.0})         # the re-send does not count
+    # iteration 0: chunks 0, 1, 2 spread 0.1, 0.3, 0.7; iteration 1: 0.4, 0.1, 0.6
+    assert chunk_spreads(by_chunk, 3) == pytest.approx({0: 1.1 / 3, 1: 1.1 / 3})
     assert arrivals([], ROOT, 1, 2, 3) == {} and spreads({}) == {}
 
 

@@ -10,9 +10,12 @@ unless the config's `core` says "python", workers/ina_core.py); dequantize. The 
 float64: the quantization bound (error_bound) is far below float32's rounding of the sum.
 
 comm (schemes/ina/plan.py): client (workers.ina_client.ClientConfig fields), clip,
-rto_margin_s (RTO >= SRTT + this), aggregate_timeout_s (optional).
+rto_margin_s (RTO >= SRTT + this), aggregate_timeout_s (optional), start_delay_s (optional:
+wait this long before each aggregation; l3dml's chunk-synchronous pacing, emulated seconds).
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -38,11 +41,14 @@ class InaCommunicator(CommunicatorBase):
         self.exponent = quantize.choose_exponent(float(comm["clip"]), self.n)
         self.bound = quantize.sum_error_bound(self.exponent, self.n)
         self.timeout_s = comm.get("aggregate_timeout_s")
+        self.start_delay_s = float(comm.get("start_delay_s") or 0.0)
         self.sock = ina_udp.open_socket(me.ip)
         self._scratch = quantize.Scratch()      # quantize's buffer, kept between iterations
 
     def allreduce(self, grad: np.ndarray, iteration: int) -> np.ndarray:
         q, saturated = quantize.quantize(grad, self.exponent, self.n, self._scratch)
+        if self.start_delay_s > 0:
+            time.sleep(self.start_delay_s)
         total = ina_udp.aggregate(self.sock, self.client, q, exponent=self.exponent,
                                   overflow=saturated, timeout_s=self.timeout_s, copy=False)
         return quantize.dequantize(total, self.exponent)

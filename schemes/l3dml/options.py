@@ -27,6 +27,11 @@ class L3dmlOptions(InaOptions):
     # pacing every worker of a datacenter at the cap (`pace`)
     policy: Literal["none", "rule", "drl"] = "none"
     pace: bool = True
+    # how the caps are applied: "chunk" (default): the datacenters wait so that their first
+    # chunks arrive together and all run at the last one's rate, so every chunk's partial
+    # sums arrive together (routing.chunk_synchronous); "policy": the policy's own caps from
+    # each datacenter's own start (the flow model's semantics)
+    sync: Literal["chunk", "policy"] = "chunk"
 
     @field_validator("repair_timeout_ms", mode="before")
     @classmethod

@@ -61,15 +61,25 @@ def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
     cmds, record = routing.path_entries(graph, tree, it, alloc, loops)
     for sw, cs in cmds.items():
         base.switch_commands.setdefault(sw, []).extend(cs)
-    if o.pace:
-        caps = routing.worker_caps_pps(graph, alloc, base.info["k"], scenario.time_dilation)
-        for h, c in base.comm.items():
-            c["client"]["max_rate_pps"] = caps.get(graph.nodes[h]["dc_index"], 0.0)
     model = {name: flowmodel.simulate(it, alloc if name == o.policy else policies.none(it))
              for name in ("none", o.policy)}
     base.info["allocation"] = record
     base.info["flow_model"] = {name: {"spread_s": m.spread_s, "completion_s": m.completion_s}
                                for name, m in model.items()}
+    if o.pace:
+        s = scenario.time_dilation
+        delays = {}
+        if o.sync == "chunk":
+            delays, rates = routing.chunk_synchronous(it, alloc)
+            alloc = {dc: flowmodel.Allocation(a.split, rates[dc]) for dc, a in alloc.items()}
+        caps = routing.worker_caps_pps(graph, alloc, base.info["k"], s)
+        for h, c in base.comm.items():
+            dc = graph.nodes[h]["dc_index"]
+            c["client"]["max_rate_pps"] = caps.get(dc, 0.0)
+            c["start_delay_s"] = delays.get(dc, 0.0) * s      # emulated seconds
+        base.info["sync"] = {"mode": o.sync, "start_delay_s": delays,
+                             "rate_cap_mbps": {dc: a.rate_bps / 1e6 for dc, a in alloc.items()
+                                               if a.rate_bps is not None}}
 
 
 def repair(graph, tree, o: L3dmlOptions, base: Plan) -> dict:

@@ -56,6 +56,24 @@ def worker_caps_pps(graph, allocation, k: int, dilation: float) -> dict[int, flo
             for dc, a in allocation.items() if a.rate_bps is not None}
 
 
+def chunk_synchronous(iteration, allocation) -> tuple[dict[int, float], dict[int, float]]:
+    """({dc: start delay, s}, {dc: rate cap, bps}) that make every datacenter's chunk j reach
+    the root with the last datacenter's chunk j, in real-world units: the datacenter whose
+    first chunk arrives last (start + route delay) sets the pace; the others wait until their
+    first chunk would arrive with its, and all are capped at its rate (its allocation's cap,
+    its paths' sum with a split). The allocation's own caps aim at one common arrival of the
+    *last* chunk from each one's own start, which geo-ina's shared slot window cannot honour:
+    a paced datacenter that starts early runs chunks ahead of the last one, and the root holds
+    their slots."""
+    arrive = {s.dc: s.start_s + iteration.path_delay_s(s.paths[0]) for s in iteration.streams}
+    last = max(iteration.streams, key=lambda s: arrive[s.dc])
+    a = allocation[last.dc]
+    rate = a.rate_bps if a.rate_bps is not None else \
+        sum(f * iteration.path_rate_bps(p) for f, p in zip(a.split, last.paths) if f > 0)
+    delays = {s.dc: arrive[last.dc] - arrive[s.dc] for s in iteration.streams}
+    return delays, {s.dc: rate for s in iteration.streams}
+
+
 def path_entries(graph, tree, iteration, allocation, loops: dict[str, TimerLoop]) -> tuple[dict, list]:
     """(switch -> agg_path commands, [per datacenter: its split, slot ranges and rate cap])
     for a flow-model iteration's allocation on geo-ina's tree (the same gateways)."""
