@@ -15,7 +15,8 @@ from control.agg_tree import build_tree
 from tests.agg_model import EV
 from tests.agg_switches import factory
 from tests.agg_topo import graph
-from tests.bmv2_files import compile_program, run_files, skip_without_bmv2
+from control.agg_entries import event_reads, parse_events
+from tests.bmv2_harness import AGGREGATION, compile_bmv2, run_bmv2, skip_unless_bmv2
 from workers import agg_packet as ap
 
 pytestmark = pytest.mark.bmv2
@@ -59,8 +60,9 @@ def _sequence(g, soft):
 
 
 def test_bmv2_repairs_through_its_timer_loop_as_the_softswitch(tmp_path):
-    skip_without_bmv2()
-    json_path = compile_program(tmp_path)
+    skip_unless_bmv2()
+    json_path, warnings = compile_bmv2(AGGREGATION, {"AGG_K": "32"})
+    assert "warning" not in warnings.lower(), warnings
     g, cmds = _setup()
     soft = factory("softswitch")()
     push(soft, cmds)
@@ -72,8 +74,9 @@ def test_bmv2_repairs_through_its_timer_loop_as_the_softswitch(tmp_path):
         for out_port, out in fresh.process(p, f):
             want[out_port].append(out)
     assert len(want[LOOP]) == 5 and len(want[2]) == 4 and len(want[1]) == 1 and len(want[3]) == 1
-    got, events, log = run_files(tmp_path, json_path, PORTS, cmds, frames,
-                                 sum(map(len, want.values())))
-    assert got == want, log
+    got, replies = run_bmv2(json_path, PORTS, frames, cmds, tmp_path, reads=event_reads(),
+                            expect=sum(map(len, want.values())))
+    assert got == want, (tmp_path / "switch.log").read_text()[-2000:]
+    events = list(parse_events(replies).values())
     assert events == fresh.events
     assert events[EV["REPAIR"]] == 2 and events[EV["TIMER_DONE"]] == 1 and events[EV["BAD"]] == 1
