@@ -186,3 +186,18 @@ def test_policy_rule_spreads_the_straggler_over_two_paths_by_slot_range():
     fm = p.info["flow_model"]
     assert fm["rule"]["spread_s"] < fm["none"]["spread_s"]
     assert fm["rule"]["completion_s"] <= fm["none"]["completion_s"] + 1e-9
+
+
+def test_the_repair_timeout_covers_the_longest_path_the_policy_uses():
+    from testbed.scenario import parse_scenario
+    from schemes.l3dml.plan import used_path_rtt_ms
+    scn = parse_scenario(MESH3, "<mesh3>")
+    g = dilate_graph(build_graph(scn))
+    o = L3dmlOptions.model_validate(scn.scheme_options)
+    p = plan(g, scn, o)
+    route_only = plan(g, scn, L3dmlOptions.model_validate({**scn.scheme_options, "policy": "none"}))
+    # b's two-hop path (10 + 10 ms, x dilation 1) doubles the longest round trip
+    assert p.info["repair_timeout_ms"] == pytest.approx(1.5 * 40)
+    assert route_only.info["repair_timeout_ms"] == pytest.approx(max(20.0, 1.5 * 20))
+    for c in p.comm.values():
+        assert c["client"]["reorder_extra"] == pytest.approx((60 + 40) / 1000)

@@ -33,31 +33,50 @@ def link_rtt_ms(graph, a: str, b: str) -> float:
     return 2 * nx.shortest_path_length(graph, a, b, weight="delay_ms")
 
 
-def repair_timeout_ms(graph, tree, o: L3dmlOptions) -> float:
-    """The timer loops' delay (dilated ms): the option, or 1.5 x the longest point-parent
-    round trip (at least 20 ms). Option values are emulated ms, as the graph's."""
+def repair_rtt_ms(graph, tree, path_rtt_ms: float = 0.0) -> float:
+    """The longest round trip a repaired point's partial sum and its result take (dilated
+    ms): its route to the parent, or a longer path a policy sends part of them on."""
+    rtts = [link_rtt_ms(graph, p.switch, tree.points[p.parent].switch) for p in repaired_points(graph, tree)]
+    return max(rtts + [path_rtt_ms], default=0.0)
+
+
+def repair_timeout_ms(graph, tree, o: L3dmlOptions, path_rtt_ms: float = 0.0) -> float:
+    """The timer loops' delay (dilated ms): the option, or 1.5 x the longest round trip
+    (repair_rtt_ms; at least 20 ms). Option values are emulated ms, as the graph's."""
     if o.repair_timeout_ms != "auto":
         return float(o.repair_timeout_ms)
-    rtts = [link_rtt_ms(graph, p.switch, tree.points[p.parent].switch) for p in repaired_points(graph, tree)]
-    return max(MIN_TIMEOUT_MS, TIMEOUT_RTTS * max(rtts, default=0.0))
+    return max(MIN_TIMEOUT_MS, TIMEOUT_RTTS * repair_rtt_ms(graph, tree, path_rtt_ms))
+
+
+def used_path_rtt_ms(graph, iteration, allocation) -> float:
+    """The longest round trip (dilated graph) of a path an allocation sends anything on."""
+    rtt = 0.0
+    for s in iteration.streams:
+        for f, path in zip(allocation[s.dc].split, s.paths):
+            if f > 0 and len(path) > 1:
+                rtt = max(rtt, 2 * sum(graph.edges[u, v]["delay_ms"] for u, v in zip(path, path[1:])))
+    return rtt
 
 
 def plan(graph, scenario, o: L3dmlOptions) -> Plan:
     base = plan_for("geo-ina")(graph, scenario, o)
     tree, _ = tree_for("geo-ina", graph, scenario, o)
     base.info["policy"] = o.policy
-    loops = repair(graph, tree, o, base) if o.repair else {}
-    if o.policy != "none":
-        route(graph, scenario, tree, o, base, loops)
+    decision = None
+    if o.policy != "none":     # decided first: the repair's timeout covers the paths it uses
+        it = flowmodel.iteration_for(routing.real_graph(graph), scenario, o)
+        decision = it, policies.policy(o.policy)(it)
+    path_rtt = used_path_rtt_ms(graph, *decision) if decision else 0.0
+    loops = repair(graph, tree, o, base, path_rtt) if o.repair else {}
+    if decision:
+        route(graph, scenario, tree, o, base, loops, *decision)
     return base
 
 
-def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
-    """The policy's allocation on the flow model of the scenario (real-world graph),
-    as slot ranges per path: agg_path entries added to the plan, the allocation recorded."""
-    real = routing.real_graph(graph)
-    it = flowmodel.iteration_for(real, scenario, o)
-    alloc = policies.policy(o.policy)(it)
+def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops, it, alloc) -> None:
+    """The policy's allocation `alloc` on the flow model's iteration `it` of the scenario
+    (real-world graph), as slot ranges per path: agg_path entries added to the plan, the
+    workers paced, the allocation recorded."""
     cmds, record = routing.path_entries(graph, tree, it, alloc, loops)
     for sw, cs in cmds.items():
         base.switch_commands.setdefault(sw, []).extend(cs)
@@ -82,15 +101,15 @@ def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops) -> None:
                                                if a.rate_bps is not None}}
 
 
-def repair(graph, tree, o: L3dmlOptions, base: Plan) -> dict:
-    """Timer loops and agg_repair entries on the plan; workers wait for the repair."""
+def repair(graph, tree, o: L3dmlOptions, base: Plan, path_rtt_ms: float = 0.0) -> dict:
+    """Timer loops and agg_repair entries on the plan; workers wait for the repair.
+    path_rtt_ms: the longest round trip of a path the policy uses (0: the routes only)."""
     points = repaired_points(graph, tree)
-    timeout = repair_timeout_ms(graph, tree, o)
+    timeout = repair_timeout_ms(graph, tree, o, path_rtt_ms)
     loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=2 ** o.repair_backoff - 1)
              for p in points}
-    # a worker gives the switches one timeout plus the link's round trip before it re-sends
-    repair_s = (timeout + max((link_rtt_ms(graph, p.switch, tree.points[p.parent].switch)
-                               for p in points), default=0.0)) / 1000.0
+    # a worker gives the switches one timeout plus the longest round trip before it re-sends
+    repair_s = (timeout + repair_rtt_ms(graph, tree, path_rtt_ms)) / 1000.0
     for c in base.comm.values():
         cl = c["client"]
         cl["reorder_extra"] = repair_s
