@@ -1,9 +1,12 @@
 """Plan of scheme l3dml (pure): geo-ina's tree, entries and worker configurations
 (schemes/ina/plan.py), plus a timer loop at every switch whose aggregation point has its
-parent in another datacenter (the WAN links), the agg_repair entries that use it, and workers that leave the
-switches the time to repair a loss before they re-send (docs/protocol.md, "Lossless links
-between aggregation points")."""
+parent in another datacenter (the WAN links), the agg_repair entries that use it, workers
+that leave the switches the time to repair a loss before they re-send (docs/protocol.md,
+"Lossless links between aggregation points"), and the straggler policy's decision as
+slot-range paths and pacing (routing.py)."""
 from __future__ import annotations
+
+import networkx as nx
 
 from control.agg_entries import TimerLoop, switch_commands
 from schemes.base import Plan
@@ -29,7 +32,6 @@ def repaired_points(graph, tree) -> list:
 
 def link_rtt_ms(graph, a: str, b: str) -> float:
     """Round trip between two switches along the shortest path (dilated ms)."""
-    import networkx as nx
     return 2 * nx.shortest_path_length(graph, a, b, weight="delay_ms")
 
 
