@@ -1,11 +1,10 @@
 """analysis/root_arrivals.py on a hand-made pcap: per iteration, each datacenter's last
 chunk's first arrival at the global point, re-sends and other traffic ignored; spreads."""
-import struct
-
 import numpy as np
 import pytest
 
 from analysis.root_arrivals import arrivals, read_pcap, root_arrivals, spreads
+from tests.bmv2_harness import write_pcap as write_frames
 from workers import agg_packet as ap
 
 ROOT = "10.0.0.1"
@@ -17,10 +16,8 @@ def frame(src, slot, gen, flags=ap.DATA, job=1, dst=ROOT):
 
 
 def write_pcap(path, records):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for t, fr in records:
-            f.write(struct.pack("<IIII", int(t), round((t - int(t)) * 1e6), len(fr), len(fr)) + fr)
+    """(time in s, frame) records, through the BMv2 harness's writer (microseconds after 0)."""
+    write_frames(path, [(round(t * 1e6), fr) for t, fr in records], t0=0)
 
 
 def test_last_chunk_per_datacenter_and_iteration(tmp_path):

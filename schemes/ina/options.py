@@ -38,12 +38,7 @@ class InaTransportOptions(Options):
     # gcc builds it, else Python (one warning); "python" or "c" to force one. docs/ina.md
     client_core: Literal["auto", "python", "c"] = "auto"
 
-    @field_validator("rto_margin_ms", mode="before")
-    @classmethod
-    def _margin(cls, v):
-        if v != "auto" and not (type(v) in (int, float) and v > 0):
-            raise ValueError('must be "auto" or a number > 0')
-        return v
+    _margin = field_validator("rto_margin_ms", mode="before")(lambda cls, v: auto_or_positive(v))
 
 
 class InaOptions(InaTransportOptions):
@@ -56,6 +51,13 @@ class InaOptions(InaTransportOptions):
     window: Literal["auto"] | int = Field("auto", union_mode="left_to_right")
 
     _window = field_validator("window", mode="before")(lambda cls, v: check_window(v))
+
+
+def auto_or_positive(v):
+    """An option that is "auto" or a number > 0 (a duration in ms)."""
+    if v != "auto" and not (type(v) in (int, float) and v > 0):
+        raise ValueError('must be "auto" or a number > 0')
+    return v
 
 
 def check_window(v):

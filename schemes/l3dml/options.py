@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from schemes.ina.options import InaOptions
+from schemes.ina.options import InaOptions, auto_or_positive
 
 
 class L3dmlOptions(InaOptions):
@@ -33,10 +33,5 @@ class L3dmlOptions(InaOptions):
     # each datacenter's own start (the flow model's semantics)
     sync: Literal["chunk", "policy"] = "chunk"
 
-    @field_validator("repair_timeout_ms", mode="before")
-    @classmethod
-    def _timeout(cls, v):
-        if v != "auto" and not (type(v) in (int, float) and v > 0):
-            raise ValueError('must be "auto" or a number of ms > 0')
-        return v
+    _timeout = field_validator("repair_timeout_ms", mode="before")(lambda cls, v: auto_or_positive(v))
 
