@@ -224,6 +224,24 @@ def _wan_edge_rates(scn: Scenario, emulation_limits: bool) -> list[Problem]:
     return found
 
 
+def _schedule_directions(scn: Scenario, emulation_limits: bool) -> list[Problem]:
+    """A schedule point's from_dc names an end of its edge (so only per-edge schedules)."""
+    found = []
+    if isinstance(scn.wan.bandwidth_schedule, list):
+        found += [Problem(f"wan.bandwidth_schedule.{k}.from_dc",
+                          "applies to every WAN link, so it has no single direction: give the "
+                          "one-direction change in wan.edges[].bandwidth_schedule of that link")
+                  for k, p in enumerate(scn.wan.bandwidth_schedule) if p.from_dc is not None]
+    for i, e in enumerate(scn.wan.edges):
+        if isinstance(e.bandwidth_schedule, list):
+            found += [Problem(f"wan.edges.{i}.bandwidth_schedule.{k}.from_dc",
+                              f"{p.from_dc!r} is not an end of the edge {e.a}-{e.b}: name {e.a!r} or "
+                              f"{e.b!r}, or leave from_dc out for both directions")
+                      for k, p in enumerate(e.bandwidth_schedule)
+                      if p.from_dc is not None and p.from_dc not in (e.a, e.b)]
+    return found
+
+
 # ---------------------------------------------------------------- background traffic, failures
 def _dc_pair(path: str, a: str, b: str, names: list[str]) -> list[Problem]:
     found = [Problem(f"{path}.{i}", f"unknown datacenter {x!r} (datacenters: {', '.join(names)})")
@@ -383,6 +401,7 @@ CHECKS: list[tuple[frozenset[str], Check]] = [
     (frozenset({"time_dilation", "wan.default"}), _wan_default_rate),
     (frozenset({"time_dilation", "wan.bandwidth_schedule"}), _wan_schedule_rates),
     (frozenset({"time_dilation", "wan.edges"}), _wan_edge_rates),
+    (frozenset({"wan.bandwidth_schedule", "wan.edges"}), _schedule_directions),
     (frozenset({"scheme", "scheme_options"}), _scheme_options),
     (frozenset({"datacenters.name", "background"}), _background_datacenters),
     (frozenset({"datacenters.name", "wan.topology", "wan.hub", "wan.edges", "failures"}),

@@ -87,6 +87,8 @@ class Datacenter(Strict):
 class SchedulePoint(Strict):
     t_s: Float = Field(ge=0)
     mbps: Float = Field(gt=0)
+    # only the direction leaving this datacenter (an end of the edge); None: both
+    from_dc: Optional[str] = None
 
 
 class RandomSchedule(Strict):

@@ -194,6 +194,34 @@ def test_the_communicators_knobs_reach_the_c_state():
     assert c.rtt.srtt == pytest.approx(0.02) and c.rtt.rto == pytest.approx(0.52)
 
 
+def test_a_cap_set_at_run_time_reaches_the_c_state_like_pythons():
+    """set_max_rate between tensors (l3dml's controller re-pacing a worker): both clients
+    pace the next tensor at the new cap and send the same packets."""
+    cfg = config(window=2, pacing=False, max_rate_pps=100.0)
+    py, c = InaClient(cfg), InaCoreClient(cfg)
+    x = np.arange(3 * 32, dtype=np.int32)
+    t = 0.0
+    for cap in (100.0, 400.0, 0.0):
+        for client in (py, c):
+            client.set_max_rate(cap)
+        a = py.start(x, t)
+        assert a == c.start(x, t)
+        assert py.pacer.rate == c.pacer.rate == (cap or None)
+        while not py.done:             # answer every send; both clients send the same
+            t += 0.01
+            sent, a = a + py.on_timer(t), []
+            c.on_timer(t)
+            for s in sent:
+                res = result_for(s.payload, x.reshape(-1, 32) * 3, 32)
+                got = py.on_packet(res, t, t - 0.001)
+                assert got == c.on_packet(res, t, t - 0.001)
+                a += got
+        assert c.done
+        np.testing.assert_array_equal(c.result(), x * 3)
+    with pytest.raises(ValueError, match=">= 0"):
+        c.set_max_rate(-5.0)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), window=st.sampled_from([1, 2, 4, 16, 64]),
        k=st.sampled_from([32, 64]), law=st.sampled_from(["reno", "cubic"]), rack=st.booleans(),

@@ -36,7 +36,7 @@ def test_the_switches_repair_wan_losses_so_the_workers_do_not(tmp_path):
     for s in (geo, l3):
         assert s["complete"], s["reason"]
         assert s["metrics"]["within_quantization_bound"] is True and not s["app"]["errors"]
-    rep = l3["app"]["switch_repair"]
+    rep = l3["app"]["l3dml"]["switch_repair"]
     assert rep["error"] is None
     (gw,) = l3["app"]["repair_switches"]
     ev, root = rep["events"][gw], rep["events"][l3["app"]["root"]]
@@ -104,3 +104,58 @@ def test_rate_sync_narrows_the_arrival_spread_of_a_persistent_straggler(tmp_path
           f"gain of rule over none: measured {1 - got['rule'][2] / got['none'][2]:+.1%}, "
           f"flow model {1 - fm['rule']['completion_s'] / fm['none']['completion_s']:+.1%}")
     assert all(0.8 <= r <= 2.5 for r in ratio.values()), ratio
+
+
+def iteration_ends(run_dir: Path) -> dict[int, float]:
+    """iteration -> when its last worker finished it (monotonic s, the run events' clock)."""
+    from workers.events import read_events
+    ends: dict[int, float] = {}
+    for f in (run_dir / "events").glob("*.jsonl"):
+        for e in read_events(f):
+            if e.get("event") == "iteration_end":
+                ends[e["iteration"]] = max(ends.get(e["iteration"], 0.0), e["t_end"])
+    return ends
+
+
+def test_the_controller_re_routes_when_a_straggler_s_uplink_narrows(tmp_path):
+    """No compute straggler; at 1 s (real) datacenter b's uplink to the root (b -> a only: the
+    results still come down at 20 Mbps) narrows from 20 to 4 Mbps. Policy rule decided at
+    plan time keeps b on its direct link (the plan saw 20 Mbps); with replan_interval_s the
+    controller reads the new htb rate, moves part of b's slot range onto b -> c -> a, and
+    the iterations after its install are faster than the static plan's after the drop."""
+    import yaml
+    scn = {**MESH3, "name": "l3-replan", "stragglers": {"persistent": []}, "switch": {},
+           "workload": {"kind": "synthetic", "parameters": 65536}, "iterations": 8,
+           "wan": {**MESH3["wan"], "edges": [{"a": "a", "b": "b", "bandwidth_schedule": [
+               {"t_s": 1.0, "mbps": 4, "from_dc": "b"}]}]}}
+    path = tmp_path / "narrow.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    got = {}
+    for name, extra in (("static", ""), ("replan", ", replan_interval_s: 1")):
+        (d,) = run_scenario(RunOptions(str(path), [
+            f"scheme_options={{root: a, window: 512, policy: rule{extra}}}"], str(tmp_path / name),
+            prefix="l3", show_progress=False, timeout_s=300), log=lambda *a, **k: None)
+        s = json.loads((d / "summary.json").read_text())
+        assert s["complete"], s["reason"]
+        assert not s["app"]["errors"]
+        ends = iteration_ends(d)
+        (drop,) = [json.loads(x)["t"] for x in (d / "run_events.jsonl").read_text().splitlines()
+                   if json.loads(x)["event"] == "bandwidth_change"]
+        got[name] = (ends, drop, s["app"]["l3dml"]["replan"])
+    ends, drop, _ = got["static"]
+    dur = lambda e, i: (e[i] - e[i - 1]) / 4                      # real s (dilation 4)
+    after_static = [dur(ends, i) for i in sorted(ends)[1:] if ends[i - 1] >= drop]
+    ends, drop, rp = got["replan"]
+    assert rp["error"] is None and len(rp["plans"]) >= 1
+    plan = rp["plans"][0]
+    first_after = min(i for i in ends if ends[i] >= drop)          # the iteration the drop hit
+    assert "paths" in plan["why"] and plan["from_iteration"] <= first_after + 2
+    assert plan["new"]["split"]["2"][0] < 0.9 and plan["old"]["split"]["2"][0] == 1.0
+    after_replan = [dur(ends, i) for i in sorted(ends) if i > plan["from_iteration"]]
+    mean = lambda x: sum(x) / len(x)
+    print(f"\nb's uplink 20 -> 4 Mbps: iterations after the drop (static rule) "
+          f"{[round(x, 3) for x in after_static]} s; after the controller's install (from "
+          f"iteration {plan['from_iteration']}, b split {plan['new']['split']['2']}) "
+          f"{[round(x, 3) for x in after_replan]} s (real)")
+    assert after_static and after_replan
+    assert mean(after_replan) < 0.75 * mean(after_static)

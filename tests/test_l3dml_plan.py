@@ -65,6 +65,10 @@ def test_options_change_the_loops_or_switch_them_off():
     ("{repair_backoff: 8}", "scheme_options.repair_backoff"),
     ("{policy: learned}", "scheme_options.policy"),
     ("{policy: smart}", "scheme_options.policy"),
+    ("{replan_interval_s: 2}", "set policy to rule or drl"),
+    ("{policy: rule, replan_interval_s: 0}", "scheme_options.replan_interval_s"),
+    ("{policy: rule, replan_window: 0}", "scheme_options.replan_window"),
+    ("{policy: rule, replan_threshold: 1.5}", "scheme_options.replan_threshold"),
     ("{repiar: true}", "did you mean 'repair'")])
 def test_bad_options_are_refused_with_the_field_path(opts, msg):
     with pytest.raises(ScenarioError, match=msg):
@@ -107,13 +111,15 @@ def test_the_controller_reads_the_repair_counters_at_the_end():
     c.start()
     c.stop()
     c.stop()                           # once only
-    s = c.summary()
+    assert c.summary_key == "l3dml" and c.summary()["replan"] is None
+    s = c.summary()["switch_repair"]
     assert s["error"] is None and sorted(s["events"]) == sorted([*p.timer_loops, p.info["root"]])
     assert all(ev == dict.fromkeys(EVENT_NAMES, 0) for ev in s["events"].values())
     assert [cmds for _, cmds in pushed] == [event_reads()] * len(s["events"])
     broken = controller(g, scn, o, p, type("Hooks", (), {"push": staticmethod(lambda n, c: ["?"] * len(c))})())
     broken.stop()
-    assert "no packet count" in broken.summary()["error"]
+    assert "no packet count" in broken.summary()["switch_repair"]["error"]
+    assert "no packet count" in broken.summary()["error"]       # the run reports it
     scn, g, o = setup("repair: false")
     assert controller(g, scn, o, plan(g, scn, o), None) is None
 

@@ -222,3 +222,24 @@ def test_a_cap_paces_every_tensor_at_most_at_it():
     r = Pacer(enabled=False, max_rate=50.0)
     r.start(0.0)
     assert r.rate == 50.0
+
+
+def test_a_new_cap_takes_effect_at_the_next_tensor_and_a_removed_one_lets_go():
+    from workers.pacing import MIN_SAMPLES, Pacer
+    p = Pacer(enabled=False, max_rate=50.0)
+    p.start(0.0)
+    assert p.rate == 50.0
+    p.set_max_rate(200.0)                      # a controller raises the cap between tensors
+    p.start(1.0)
+    assert p.rate == 200.0                     # not stuck at the old cap
+    p.set_max_rate(0.0)
+    p.start(2.0)
+    assert p.rate is None                      # no cap, no pacing: unpaced
+    q = Pacer(max_rate=100.0)
+    for i in range(MIN_SAMPLES + 10):          # measured 1000/s under the cap's tensor
+        q.on_result(i / 1000.0, srtt=0.001)
+    q.set_max_rate(0.0)
+    q.start(1.0)
+    assert q.rate == pytest.approx(q.gain * 1000.0)   # pacing's own estimate again
+    with pytest.raises(ValueError, match=">= 0"):
+        q.set_max_rate(-1.0)

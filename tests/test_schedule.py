@@ -38,6 +38,24 @@ def test_explicit_schedule_per_edge_sorted_and_cut_at_horizon():
     assert rate_at(g, ev, ("g1", "g2"), 29) == g.edges["g1", "g2"]["bandwidth_mbps"]
 
 
+def test_an_explicit_point_may_change_one_direction_only():
+    g = graph("wan.edges=[{a: a, b: c, bandwidth_schedule: [{t_s: 2, mbps: 4, from_dc: c}, {t_s: 5, mbps: 30}]}]")
+    ev = bandwidth_events(g, 30)
+    assert ev == [BandwidthEvent(2.0, ("g1", "g3"), 4.0, "g3"), BandwidthEvent(5.0, ("g1", "g3"), 30.0)]
+    assert ev[0].direction == ("g3", "g1")
+    base = g.edges["g1", "g3"]["bandwidth_mbps"]
+    assert rate_at(g, ev, ("g1", "g3"), 3, "g3") == 4 and rate_at(g, ev, ("g1", "g3"), 3, "g1") == base
+    assert rate_at(g, ev, ("g1", "g3"), 6, "g3") == 30
+
+
+def test_a_direction_must_be_an_end_of_its_link():
+    from testbed.scenario import ScenarioError
+    with pytest.raises(ScenarioError, match=r"wan\.edges\.0\.bandwidth_schedule\.0\.from_dc: 'b' is not an end of the edge a-c"):
+        graph("wan.edges=[{a: a, b: c, bandwidth_schedule: [{t_s: 2, mbps: 4, from_dc: b}]}]")
+    with pytest.raises(ScenarioError, match=r"wan\.bandwidth_schedule\.0\.from_dc: applies to every WAN link"):
+        graph("wan.bandwidth_schedule=[{t_s: 2, mbps: 4, from_dc: a}]")
+
+
 def test_random_schedule_draws_in_range_every_period_for_every_edge():
     g = graph("wan.bandwidth_schedule={min_mbps: 20, max_mbps: 80, every_s: 4}")
     ev = bandwidth_events(g, 30)

@@ -2,8 +2,9 @@
 
 Two kinds, per WAN edge or for all of them (edge attribute `bandwidth_schedule`, set by
 build_graph from the scenario):
-- explicit: [{t_s, mbps}, ...]: at t_s the edge's rate becomes mbps; before the first
-  point the edge has its configured bandwidth_mbps;
+- explicit: [{t_s, mbps, from_dc?}, ...]: at t_s the edge's rate becomes mbps (with
+  from_dc, only the direction leaving that datacenter's end); before the first point the
+  edge has its configured bandwidth_mbps;
 - random {min_mbps, max_mbps, every_s, seed?, per_direction?, integer?}: as in NetStorm's
   emulation, the rate is redrawn uniformly in [min_mbps, max_mbps] at t = 0, every_s,
   2*every_s, ... Each edge has its own stream, seeded by (seed, datacenter indices of the
@@ -67,8 +68,8 @@ def edge_events(g: nx.Graph, edge: tuple[str, str], horizon_s: float | None) -> 
         return []
     if isinstance(sched, list):
         pts = sorted(sched, key=lambda p: p["t_s"])
-        return [BandwidthEvent(float(p["t_s"]), edge, float(p["mbps"])) for p in pts
-                if horizon_s is None or p["t_s"] < horizon_s]
+        return [BandwidthEvent(float(p["t_s"]), edge, float(p["mbps"]), _end_of(g, edge, p.get("from_dc")))
+                for p in pts if horizon_s is None or p["t_s"] < horizon_s]
     if horizon_s is None:
         raise ValueError(f"edge {edge[0]}-{edge[1]} has a random bandwidth schedule: give the run's "
                          f"horizon_s (duration) so the redraws can be computed")
@@ -87,6 +88,18 @@ def edge_events(g: nx.Graph, edge: tuple[str, str], horizon_s: float | None) -> 
         rates = random_rates(seed, (d(src), d(dst)), n, lo, hi, integer)
         out += [BandwidthEvent(k * every, edge, r, src) for k, r in enumerate(rates)]
     return out
+
+
+def _end_of(g: nx.Graph, edge: tuple[str, str], dc: str | None) -> str | None:
+    """The end of the edge in datacenter dc (a point's from_dc), None for both directions."""
+    if dc is None:
+        return None
+    for node in edge:
+        if g.nodes[node].get("dc") == dc:
+            return node
+    ends = " and ".join(str(g.nodes[n].get("dc")) for n in edge)
+    raise ValueError(f"bandwidth schedule of edge {edge[0]}-{edge[1]}: from_dc {dc!r} is not one of "
+                     f"its datacenters ({ends}); name one of them, or leave from_dc out for both directions")
 
 
 def bandwidth_events(g: nx.Graph, horizon_s: float | None = None) -> list[BandwidthEvent]:

@@ -430,6 +430,11 @@ class InaClient:
         for j in lost:
             self._declare_lost(j, now)
 
+    def set_max_rate(self, pps: float) -> None:
+        """Cap the sending rate at pps packets/s (0: no cap) from the next tensor on
+        (Pacer.set_max_rate): a scheme's controller re-pacing a running worker."""
+        self.pacer.set_max_rate(pps)
+
     # ------------------------------------------------------------ outputs
     def next_deadline(self) -> float | None:
         it = self._it

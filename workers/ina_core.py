@@ -85,7 +85,7 @@ def library() -> ctypes.CDLL:
                     ("ina_start", i64, [p, i64, i64, p, p, dbl]),
                     ("ina_on_packets", i64, [p, p, i64, p, i64, dbl, p]),
                     ("ina_on_timer", i64, [p, dbl]), ("ina_next_deadline", dbl, [p]),
-                    ("ina_rto", dbl, [p])]:
+                    ("ina_rto", dbl, [p]), ("ina_set_max_rate", None, [p, dbl])]:
                 f = getattr(lib, name)
                 f.restype, f.argtypes = res, args
             _lib = lib
@@ -243,6 +243,11 @@ class InaCoreClient:
 
     def on_timer(self, now: float):
         return self.on_timer_batch(now).sends()
+
+    def set_max_rate(self, pps: float) -> None:
+        if pps < 0:
+            raise ValueError(f"max_rate must be >= 0 (0: no cap), got {pps}")
+        self._lib.ina_set_max_rate(self._core, float(pps))
 
     def on_timer_batch(self, now: float) -> SendBatch:
         return self._sends(self._lib.ina_on_timer(self._core, now))

@@ -82,6 +82,14 @@ class Pacer:
         self._best, self._arrivals = 0.0, deque()
         self._tokens, self._t = float(self.quantum), now
 
+    def set_max_rate(self, max_rate: float) -> None:
+        """A new cap (packets/s, 0: none) from the next tensor on: the rate is re-derived at
+        that tensor's start (from this tensor's measured delivery rate, then the cap), so a
+        raised or removed cap does not stay at the old one."""
+        if max_rate < 0:
+            raise ValueError(f"max_rate must be >= 0 (0: no cap), got {max_rate}")
+        self.max_rate, self.rate = float(max_rate), None
+
     def on_result(self, arrival: float, srtt: float | None) -> None:
         """A useful result arrived (at `arrival`): update the delivery-rate estimate."""
         if not srtt:

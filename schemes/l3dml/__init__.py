@@ -8,11 +8,11 @@ imports gymnasium; regime.py, encoding.py), the agent (agent.py) and the DRL mod
 its training (modelset.py, training.py, models/default.json)."""
 from schemes.base import Scheme
 from schemes.geo_ina.model import predict
-from schemes.ina.plan import COMMUNICATOR, PROGRAM
+from schemes.ina.plan import PROGRAM
 from schemes.l3dml.controller import controller
 from schemes.l3dml.options import L3dmlOptions
 from schemes.l3dml.plan import plan
 
-SCHEME = Scheme("l3dml", L3dmlOptions, plan, COMMUNICATOR, program=PROGRAM,
+SCHEME = Scheme("l3dml", L3dmlOptions, plan, "schemes.l3dml.communicator:L3dmlCommunicator", program=PROGRAM,
                 summary="geo-ina + loss repair in the switches + straggler policy (L3DML)",
                 model=predict, controller=controller)

@@ -168,16 +168,25 @@ def iteration_for(graph: nx.Graph, scenario, options=None, k: int = MAX_PATHS) -
     chunks = math.ceil(M.parameters(scenario) / kv)
     net = M.Net(graph)
     wan = wan_digraph(graph)
+    lead = leads_s(graph)
     start, lan = {}, {}
     for dc, hs in hosts_by_dc(graph).items():
         gw = gateway_of(wan, dc)
-        start[dc] = M.compute(graph, scenario, hs).max_s + max(net.delay(h, gw) for h in hs)
+        start[dc] = M.compute(graph, scenario, hs).max_s + lead[dc]
         lan[dc] = min(net.min_rate_bps(h, gw) for h in hs)
     down = max(net.delay(root, h) for hs in hosts_by_dc(graph).values() for h in hs)
     rtt = max(net.rtt(w, root) for w in tree.workers)
     window_bps = tree.window * frame_bytes(kv) * 8 / rtt if rtt > 0 else math.inf
     return build_iteration(wan, root, chunks * frame_bytes(kv), start, lan, down, chunks, k,
                            window_bps)
+
+
+def leads_s(graph: nx.Graph) -> dict[int, float]:
+    """dc -> the longest one-way delay from one of its workers to its gateway (s, real-world
+    graph): a stream starts this long after its slowest worker's compute ends."""
+    net, wan = M.Net(graph), wan_digraph(graph)
+    return {dc: max(net.delay(h, gateway_of(wan, dc)) for h in hs)
+            for dc, hs in hosts_by_dc(graph).items()}
 
 
 # ---------------------------------------------------------------- simulation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from schemes.ina.options import InaOptions, auto_or_positive
 
@@ -33,5 +33,20 @@ class L3dmlOptions(InaOptions):
     # each datacenter's own start (the flow model's semantics)
     sync: Literal["chunk", "policy"] = "chunk"
 
+    # the rate-synchronization controller (controller.py): every this many emulated seconds
+    # it measures (compute per datacenter, WAN rates), re-decides on the flow model of what
+    # it measured and installs a decision that differs; None: the plan's decision stays
+    replan_interval_s: float | None = Field(None, gt=0)
+    replan_window: int = Field(2, ge=1, le=50)        # iterations of compute averaged
+    # a new decision is installed when its slot ranges differ, a rate cap moved by more than
+    # this fraction, or a start delay by more than this x the iteration's last arrival
+    replan_threshold: float = Field(0.1, gt=0, lt=1)
+
     _timeout = field_validator("repair_timeout_ms", mode="before")(lambda cls, v: auto_or_positive(v))
 
+    @model_validator(mode="after")
+    def _replan_needs_a_policy(self):
+        if self.replan_interval_s is not None and self.policy == "none":
+            raise ValueError("replan_interval_s re-decides the straggler policy: set policy to "
+                             "rule or drl, or leave replan_interval_s out")
+        return self

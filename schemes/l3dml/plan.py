@@ -13,6 +13,7 @@ from schemes.base import Plan
 from schemes.ina.plan import plan_for, tree_for
 import schemes.l3dml.flowmodel as flowmodel
 import schemes.l3dml.policies as policies
+import schemes.l3dml.replan as replan
 import schemes.l3dml.routing as routing
 from schemes.l3dml.options import L3dmlOptions
 from topologies.ports import timer_loop_ports
@@ -64,43 +65,51 @@ def plan(graph, scenario, o: L3dmlOptions) -> Plan:
     base = plan_for("geo-ina")(graph, scenario, o)
     tree, _ = tree_for("geo-ina", graph, scenario, o)
     base.info["policy"] = o.policy
-    decision = None
+    it = decision = None
     if o.policy != "none":     # decided first: the repair's timeout covers the paths it uses
-        it = flowmodel.iteration_for(routing.real_graph(graph), scenario, o)
-        decision = it, policies.policy(o.policy)(it)
-    path_rtt = used_path_rtt_ms(graph, *decision) if decision else 0.0
+        real = routing.real_graph(graph)
+        it = flowmodel.iteration_for(real, scenario, o)
+        decision = replan.decide(it, policies.policy(o.policy), tree.window, o.sync, o.pace)
+    path_rtt = used_path_rtt_ms(graph, it, decision.allocation) if decision else 0.0
     loops = repair(graph, tree, o, base, path_rtt) if o.repair else {}
     if decision:
-        route(graph, scenario, tree, o, base, loops, *decision)
+        cmds = route(graph, scenario, tree, o, base, loops, it, decision)
+        base.runtime["l3dml"] = {"iteration": it, "decision": decision, "tree": tree, "loops": loops,
+                                 "path_commands": cmds, "lead_s": flowmodel.leads_s(real),
+                                 "options": o}
     return base
 
 
-def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops, it, alloc) -> None:
-    """The policy's allocation `alloc` on the flow model's iteration `it` of the scenario
-    (real-world graph), as slot ranges per path: agg_path entries added to the plan, the
-    workers paced, the allocation recorded."""
-    cmds, record = routing.path_entries(graph, tree, it, alloc, loops)
+def route(graph, scenario, tree, o: L3dmlOptions, base: Plan, loops, it, d: replan.Decision) -> dict:
+    """The policy's decision `d` on the flow model's iteration `it` of the scenario
+    (real-world graph), as slot ranges per path: agg_path entries added to the plan (and
+    returned: switch -> commands), the workers paced, the allocation recorded."""
+    cmds, record = routing.path_entries(graph, tree, it, d.allocation, loops)
     for sw, cs in cmds.items():
         base.switch_commands.setdefault(sw, []).extend(cs)
-    model = {name: flowmodel.simulate(it, alloc if name == o.policy else policies.none(it))
+    model = {name: flowmodel.simulate(it, d.allocation if name == o.policy else policies.none(it))
              for name in ("none", o.policy)}
     base.info["allocation"] = record
     base.info["flow_model"] = {name: {"spread_s": m.spread_s, "completion_s": m.completion_s}
                                for name, m in model.items()}
     if o.pace:
-        s = scenario.time_dilation
-        delays = {}
-        if o.sync == "chunk":
-            delays, rates = routing.chunk_synchronous(it, alloc)
-            alloc = {dc: flowmodel.Allocation(a.split, rates[dc]) for dc, a in alloc.items()}
-        caps = routing.worker_caps_pps(graph, alloc, base.info["k"], s)
-        for h, c in base.comm.items():
-            dc = graph.nodes[h]["dc_index"]
-            c["client"]["max_rate_pps"] = caps.get(dc, 0.0)
-            c["start_delay_s"] = delays.get(dc, 0.0) * s      # emulated seconds
-        base.info["sync"] = {"mode": o.sync, "start_delay_s": delays,
-                             "rate_cap_mbps": {dc: a.rate_bps / 1e6 for dc, a in alloc.items()
-                                               if a.rate_bps is not None}}
+        for h, pace in worker_pacing(graph, base.comm, d, base.info["k"], scenario.time_dilation).items():
+            base.comm[h]["client"]["max_rate_pps"] = pace["max_rate_pps"]
+            base.comm[h]["start_delay_s"] = pace["start_delay_s"]
+        base.info["sync"] = {"mode": o.sync, "start_delay_s": d.delays_s,
+                             "rate_cap_mbps": {dc: c / 1e6 for dc, c in d.caps_bps.items()}}
+    return cmds
+
+
+def worker_pacing(graph, workers, d: replan.Decision, k: int, dilation: float) -> dict[str, dict]:
+    """worker -> {max_rate_pps, start_delay_s} of a decision, on the emulation's clock (its
+    datacenter's cap as packets of k values, 0: none; its start delay in emulated s)."""
+    caps = routing.worker_caps_pps(graph, replan.paced_allocation(d), k, dilation)
+    out = {}
+    for h in workers:
+        dc = graph.nodes[h]["dc_index"]
+        out[h] = {"max_rate_pps": caps.get(dc, 0.0), "start_delay_s": d.delays_s.get(dc, 0.0) * dilation}
+    return out
 
 
 def repair(graph, tree, o: L3dmlOptions, base: Plan, path_rtt_ms: float = 0.0) -> dict:

@@ -700,6 +700,12 @@ struct ina_core *ina_new(const struct ina_config *cfg, struct ina_view *view) {
     return c;
 }
 
+/* Pacer.set_max_rate: a new cap from the next tensor on, the rate re-derived at its start */
+void ina_set_max_rate(struct ina_core *c, double max_rate) {
+    c->cfg.max_rate = max_rate;
+    c->v->has_rate = 0;
+}
+
 void ina_free(struct ina_core *c) {
     if (!c)
         return;
