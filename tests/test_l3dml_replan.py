@@ -78,13 +78,13 @@ def test_a_decision_differs_by_its_paths_its_caps_or_its_delays_beyond_the_thres
     scn, g, o, p = mesh()
     d = p.runtime["l3dml"]["decision"]
     caps = {dc: c * 1.05 for dc, c in d.caps_bps.items()}
-    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, d.delays_s, caps, d.last_arrival_s), 0.1) == []
+    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, d.delays_s, caps, d.last_arrival_s, d.completion_s), 0.1) == []
     caps = {dc: c * 1.2 for dc, c in d.caps_bps.items()}
-    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, d.delays_s, caps, d.last_arrival_s), 0.1) == ["rates"]
+    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, d.delays_s, caps, d.last_arrival_s, d.completion_s), 0.1) == ["rates"]
     delays = {dc: x + 0.5 * d.last_arrival_s for dc, x in d.delays_s.items()}
-    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, delays, d.caps_bps, d.last_arrival_s), 0.1) == ["delays"]
+    assert replan.differs(d, replan.Decision(d.allocation, d.ranges, delays, d.caps_bps, d.last_arrival_s, d.completion_s), 0.1) == ["delays"]
     ranges = {dc: ((0, 511, 0),) for dc in d.ranges}
-    assert replan.differs(d, replan.Decision(d.allocation, ranges, d.delays_s, d.caps_bps, d.last_arrival_s), 0.1) == ["paths"]
+    assert replan.differs(d, replan.Decision(d.allocation, ranges, d.delays_s, d.caps_bps, d.last_arrival_s, d.completion_s), 0.1) == ["paths"]
 
 
 # ---------------------------------------------------------------- the workers' pace files

@@ -31,13 +31,15 @@ class Decision:
     delays_s: dict            # dc -> start delay, s (chunk-synchronous pacing; else 0)
     caps_bps: dict            # dc -> the rate its partial sums are paced at, bps (absent: none)
     last_arrival_s: float     # the flow model's last arrival under the allocation
+    completion_s: float       # ... and the iteration's end (the result back at the workers)
 
     def to_json(self) -> dict:
         return {"split": {dc: [round(f, 4) for f in a.split] for dc, a in self.allocation.items()},
                 "slot_ranges": {dc: [list(r) for r in rs] for dc, rs in self.ranges.items()},
                 "start_delay_s": {dc: round(d, 4) for dc, d in self.delays_s.items()},
                 "rate_cap_mbps": {dc: round(c / 1e6, 4) for dc, c in self.caps_bps.items()},
-                "last_arrival_s": round(self.last_arrival_s, 4)}
+                "last_arrival_s": round(self.last_arrival_s, 4),
+                "completion_s": round(self.completion_s, 4)}
 
 
 def decide(it: Iteration, policy: Callable[[Iteration], dict], window: int, sync: str,
@@ -55,8 +57,8 @@ def decide(it: Iteration, policy: Callable[[Iteration], dict], window: int, sync
             caps = {dc: a.rate_bps for dc, a in alloc.items() if a.rate_bps is not None}
         else:
             raise ValueError(f"sync {sync!r}: use 'chunk' or 'policy'")
-    last = flowmodel.simulate(it, alloc).last_arrival_s
-    return Decision(alloc, ranges, delays, caps, last)
+    out = flowmodel.simulate(it, alloc)
+    return Decision(alloc, ranges, delays, caps, out.last_arrival_s, out.completion_s)
 
 
 def paced_allocation(d: Decision) -> dict:
