@@ -9,8 +9,9 @@ clock, workers/events.py), `event` its kind:
   kill               {failure, target, process, pid, t_s, returncode}
   link_down, link_up {failure, link "u-v", datacenters [a, b], t_s, interfaces}
   replan, replan_retired, replan_kept, replan_skipped, replan_error
-                     a scheme's run-time controller changed the job (inart's re-planning:
-                     schemes/inart/README.md); not drawn as disturbances
+                     a scheme's run-time controller changed the job (inart's re-planning,
+                     schemes/inart/README.md; l3dml's rate synchronization, replan and
+                     replan_error, schemes/l3dml/README.md); not drawn as disturbances
 Any of them may carry `error` instead of having happened. Writers are threads (the
 schedule and disturbance drivers, a scheme's controller); one lock keeps lines whole.
 """
