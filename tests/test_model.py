@@ -204,6 +204,34 @@ def test_ina_loss_caps_the_window_by_the_response_function():
     assert not [k for k in predict(scn("geo-ina", per_dc=2)).terms if "loss" in k]
 
 
+def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
+    # 2 DCs x 2, 1 % per WAN direction: geo-ina's workers lose 1 - 0.99^2 of the chunks and
+    # cut their window; with l3dml the switches repair them: no loss at the workers, each
+    # repaired chunk holds its slot a repair time longer (timeout 1.5 x the 100 ms round
+    # trip + the round trip) and the last window waits for its repairs
+    p_chunk = 1 - 0.99 ** 2
+    chunks = N // 32
+    clean = predict(scn("l3dml", per_dc=2))
+    assert clean.iteration_s == pytest.approx(predict(scn("geo-ina", per_dc=2)).iteration_s)
+    p = predict(scn("l3dml", per_dc=2, loss=1))
+    assert not [k for k in list(p.limits) + list(p.terms) if k.startswith("loss")]
+    repair_s = 1.5 * 0.100 + 0.100
+    (key,) = [k for k in p.limits if k.startswith("window")]
+    assert f"{100 * p_chunk:.2g} % of chunks repaired" in key
+    w = int(re.search(r"(\d+) slots", key).group(1))
+    ser = next(v for k, v in p.limits.items() if k.startswith("serialization"))
+    assert p.limits[key] == pytest.approx(max(0, chunks / w - 1) * (0.100 + p_chunk * repair_s)
+                                          + ser * min(1.0, w / chunks))
+    (tail,) = [k for k in p.terms if "repairs" in k]
+    assert p.terms[tail] == pytest.approx((1 - (1 - p_chunk) ** min(w, chunks)) * repair_s)
+    assert p.iteration_s == pytest.approx(sum(p.terms.values()))
+    geo = predict(scn("geo-ina", per_dc=2, loss=1))
+    assert p.iteration_s < geo.iteration_s / 5          # the workers' cut windows cost far more
+    # repair off: geo-ina's model, loss at the workers
+    off = predict(scn("l3dml", per_dc=2, loss=1, extra="scheme_options: {repair: false}"))
+    assert off.iteration_s == pytest.approx(geo.iteration_s)
+
+
 def test_bandwidth_step_halves_the_serialization_term():
     a, b = predict(scn("ps", mbps=50)), predict(scn("ps", mbps=25))
     ka = next(k for k in a.terms if k.startswith("serialization"))

@@ -8,6 +8,7 @@ the busiest switch's packet rate, plus one round trip for the last chunk."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from schemes import model as M
 from schemes.ina.options import InaOptions, InaTransportOptions
@@ -30,22 +31,62 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     return predict_trees(shape, graph, scenario, [(tree, values)], k, o)
 
 
-def chunk_loss(net: M.Net, tree, worker: str) -> float:
+@dataclass(frozen=True)
+class Repair:
+    """Links between aggregation points whose losses the switches repair (l3dml: docs/
+    protocol.md, "Lossless links between aggregation points"): `points` are the ids of the
+    points that re-send to their parent; a loss there (the partial sum up or the result
+    down) costs the chunk `time_s` (the timer loop's timeout + the link's round trip) and
+    the workers neither see nor answer it."""
+    points: frozenset
+    time_s: float
+
+
+def chunk_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -> float:
     """Probability that `worker` gets no result for a chunk on its first try: any frame
     the result needs is lost, every contribution and partial sum on the way up (one lost
     frame times the chunk out at every worker of the job) or the result replica on the
-    way down to this worker."""
-    root = tree.points[tree.root].switch
-    up = [(c.node, p.switch) for p in tree.points.values() for c in p.children]
-    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(root, worker)])
+    way down to this worker. Links of `repaired` points (their partial sums up, and the
+    results down from their parents) are left out: the switches repair those."""
+    up = [(c.node, p.switch) for p in tree.points.values() for c in p.children
+          if c.point not in repaired]
+    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])
+
+
+def _down_from(tree, worker: str, repaired: frozenset) -> str:
+    """Where the result's unrepaired way down to `worker` starts: the root's switch, or
+    the nearest repaired point above the worker (its parent's re-sent result reaches it)."""
+    parent = {c.node: p for p in tree.points.values() for c in p.children}
+    node = worker
+    while node in parent:
+        p = parent[node]
+        if p.id in repaired:
+            return p.switch
+        node = p.switch
+    return tree.points[tree.root].switch
+
+
+def repaired_loss(net: M.Net, tree, repaired: frozenset) -> float:
+    """Probability that a chunk needs at least one repair: a repaired point's partial sum
+    lost on its way up or its parent's result lost on its way down."""
+    pts = [tree.points[i] for i in repaired]
+    return 1.0 - math.prod((1.0 - net.path_loss(p.switch, tree.points[p.parent].switch)) *
+                           (1.0 - net.path_loss(tree.points[p.parent].switch, p.switch)) for p in pts)
 
 
 def predict_trees(scheme: str, graph, scenario, trees, k: int,
-                  transport: InaTransportOptions | None = None) -> M.Prediction:
+                  transport: InaTransportOptions | None = None,
+                  repair: Repair | None = None) -> M.Prediction:
     """The model of several trees aggregating at once, [(tree, values per worker)] (inart:
     one tree per parameter server, each with its share of the model): their frames load the
     links together; each tree is window-limited on its own round trip. transport: the
-    workers' options (loss response, congestion law); None: the defaults."""
+    workers' options (loss response, congestion law); None: the defaults. repair: losses
+    the switches repair (one tree only): a repaired chunk holds its slot `time_s` longer
+    (the window's round trip grows by the expected repair time per chunk), and the last
+    window waits for its repairs (+ time_s x P(a chunk of it needs one))."""
+    if repair is not None and len(trees) != 1:
+        raise ValueError("switch repair is modelled for one tree")
+    fixed = repair.points if repair else frozenset()
     net = M.Net(graph)
     load = M.Load(net)
     frame = frame_bytes(k)
@@ -60,6 +101,7 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         workers |= set(tree.workers)
         root_node = tree.points[tree.root].switch
         windows.append((tree, chunks, max(net.rtt(w, root_node) for w in tree.workers)))
+    p_fix = repaired_loss(net, trees[0][0], fixed) if repair else 0.0
     comp = M.compute(graph, scenario, sorted(workers, key=lambda n: graph.nodes[n]["worker_index"]))
     limits = M.link_limits(load, scenario)
     # Window-limited, a round takes R, but the last window's chunks are spaced by the
@@ -69,16 +111,18 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     for tree, chunks, rtt in windows:
         w = tree.window
         name = "" if len(trees) == 1 else f"job {tree.job}: "
-        limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip "
+        held = rtt + p_fix * repair.time_s if repair else rtt
+        extra = f" + {100 * p_fix:.2g} % of chunks repaired by the switches" if p_fix > 0 else ""
+        limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip{extra} "
                f"({chunks} chunks of k={k}), the last window serialized"] = \
-            max(0.0, chunks / w - 1) * rtt + ser * min(1.0, w / max(chunks, 1))
+            max(0.0, chunks / w - 1) * held + ser * min(1.0, w / max(chunks, 1))
     notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
              "the congestion window persists across iterations and has no restart after "
              "idle; it starts at 16 packets in the first iteration (warm-up, not modelled)"]
     add = {}
     t = transport or InaTransportOptions()
     for tree, chunks, rtt in windows:
-        p = max(chunk_loss(net, tree, w) for w in tree.workers)
+        p = max(chunk_loss(net, tree, w, fixed) for w in tree.workers)
         if p <= 0:
             continue
         name = "" if len(trees) == 1 else f"job {tree.job}: "
@@ -92,6 +136,10 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
             add[f"{name}loss: {100 * p:.2g} % of chunks re-sent (no window cut)"] = p * ser
             notes.append("loss with loss_response backlog (or a fixed window): the re-sent "
                          "frames are added; recovery time and the cuts a queue causes are not modelled")
-    tree, _, rtt = max(windows, key=lambda t: t[2])
+    tree, chunks, rtt = max(windows, key=lambda t: t[2])
+    if p_fix > 0:
+        last = min(tree.window, chunks)
+        add[f"the last window's repairs ({repair.time_s * 1000:.0f} ms each, switch timers)"] = \
+            (1.0 - (1.0 - p_fix) ** last) * repair.time_s
     add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt, **add}
     return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))

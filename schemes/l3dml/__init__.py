@@ -7,7 +7,7 @@ parts: the flow model of an iteration (flowmodel.py over fluid.py), the policies
 imports gymnasium; regime.py, encoding.py), the agent (agent.py) and the DRL model set with
 its training (modelset.py, training.py, models/default.json)."""
 from schemes.base import Scheme
-from schemes.geo_ina.model import predict
+from schemes.l3dml.model import predict
 from schemes.ina.plan import PROGRAM
 from schemes.l3dml.controller import controller
 from schemes.l3dml.options import L3dmlOptions
