@@ -300,7 +300,11 @@ class SweepReport:
         """Grouped bars over a categorical axis (its values in the sweep file's order,
         labelled by the spec's `labels`), of `y` or, with `baseline`, the speedup over it."""
         x = spec.get("x")
-        cats = (self.spec.get("axes") or {}).get(x)
+        cats, seen = [], set()
+        for c in (self.spec.get("axes") or {}).get(x) or []:   # zip axes repeat their values
+            if F.category_key(c) not in seen:
+                seen.add(F.category_key(c))
+                cats.append(c)
         if not cats:
             return None
         labels = spec.get("labels") or [_fmt_axis(c) for c in cats]

@@ -11,6 +11,7 @@ A sweep file is YAML:
     mode: product                         # product (every combination) | zip (i-th with i-th)
     cross: [scheme]                       # zip mode only: axes crossed with the zipped rest
                                           # (default: scheme, unless the axes have a label)
+    exclude: [{scheme: ina, wan.default.bandwidth_mbps: 25}]   # combinations not run
     repetitions: 3
     seeds: {policy: per-repetition, base: 1}   # or {policy: fixed[, base: N]}
     quick: {axes: {...}, repetitions: 1, set: [...]}   # what --quick changes
@@ -23,6 +24,11 @@ one scheme: `label: [inart, inart-sp]` beside `scheme: [inart, inart]` and their
 `scheme_options`. It is no scenario field: it is recorded with the point (params, the
 table's `label` column) and never applied as an override; analysis/report.py draws one
 series per label instead of per scheme, and a figure's `baseline` then names a label.
+
+`exclude` leaves out every combination that has all the values of one of its entries
+(axis -> value; a label too), e.g. the points a baseline would take hours on: they are not
+run and not in the table, and the figures have no bar or marker there. Under --quick the
+same entries apply to the quick axes.
 
 Every problem of the file is collected and raised at once as one SweepError, one line per
 problem naming the file and the field, like ScenarioError (testbed/problems.py); the
@@ -45,7 +51,7 @@ LABEL_AXIS = "label"          # names a zipped row's series; recorded, never a s
 MODES = ("product", "zip")
 FIGURE_KINDS = ("speedup", "metric", "wan_bytes", "scaling", "cdf", "goodput_time", "accuracy_time",
                 "fidelity", "bars")
-KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "repetitions", "seeds", "quick",
+KNOWN_KEYS = {"name", "base", "set", "axes", "mode", "cross", "exclude", "repetitions", "seeds", "quick",
               "figures", "output", "description", "target_accuracy", "warmup_iterations"}
 QUICK_KEYS = {"axes", "repetitions", "set"}
 
@@ -105,6 +111,7 @@ class Sweep:
     quick: dict = field(default_factory=dict)
     is_quick: bool = False
     target_accuracy: float | None = None   # for time_to_accuracy_s in the table
+    exclude: list[dict] = field(default_factory=list)   # combinations left out
 
     def folder_name(self) -> str:
         return self.name + ("-quick" if self.is_quick else "")
@@ -118,7 +125,8 @@ class Sweep:
     def combinations(self) -> list[dict[str, Any]]:
         names = list(self.axes)
         if self.mode == "product":
-            return [dict(zip(names, vals)) for vals in itertools.product(*self.axes.values())]
+            return [c for c in (dict(zip(names, vals)) for vals in itertools.product(*self.axes.values()))
+                    if not self.excluded(c)]
         crossed = [n for n in names if n in self.cross]
         zipped = [n for n in names if n not in self.cross]
         rows = [dict(zip(zipped, vals)) for vals in zip(*(self.axes[n] for n in zipped))] or [{}]
@@ -128,7 +136,10 @@ class Sweep:
                 combo = dict(zip(crossed, cvals))
                 combo.update(r)
                 out.append({n: combo[n] for n in names})   # keep the file's axis order
-        return out
+        return [c for c in out if not self.excluded(c)]
+
+    def excluded(self, combo: dict) -> bool:
+        return any(all(combo.get(k) == v for k, v in e.items()) for e in self.exclude)
 
     def points(self, scenario_seed: int = 0) -> list[Point]:
         """Run order: for each repetition, every combination (so a partial sweep already has
@@ -206,6 +217,14 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
     if found.need(isinstance(cross, list), "cross", "must be a list of axis names") and axes is not None:
         for c in cross:
             found.need(c in axes, "cross", f"{c!r} is not an axis (axes: {', '.join(axes)})")
+    exclude = raw.get("exclude", []) or []
+    if found.need(isinstance(exclude, list), "exclude", "must be a list of {axis: value} entries"):
+        for i, e in enumerate(exclude):
+            if found.need(isinstance(e, dict) and e, f"exclude.{i}",
+                          "must be a non-empty mapping {axis: value}, e.g. {scheme: ina}") and axes is not None:
+                for k in e:
+                    found.need(k in axes, f"exclude.{i}.{k}", f"not an axis of the sweep (axes: "
+                               f"{', '.join(axes)})")
     reps = raw.get("repetitions", 1)
     _repetitions(reps, found, "repetitions")
     seeds = raw.get("seeds", {}) or {}
@@ -242,7 +261,7 @@ def parse_sweep(raw: Any, source: str, quick: bool = False) -> Sweep:
     sw = Sweep(name=name, source=source, base=base, axes=axes, mode=mode, cross=list(cross),
                repetitions=reps, seed_policy=policy, seed_base=seed_base, fixed=fixed,
                figures=figures, output=str(raw.get("output", "results")), quick=q,
-               target_accuracy=ta)
+               target_accuracy=ta, exclude=list(exclude))
     if quick:
         sw = apply_quick(sw)
     shape = _shape_problems(sw)
@@ -276,6 +295,13 @@ def apply_quick(sw: Sweep) -> Sweep:
 
 def _shape_problems(sw: Sweep) -> list[Problem]:
     axes_field = "quick.axes" if sw.is_quick else "axes"
+    found = _zip_problems(sw, axes_field)
+    if not found and sw.exclude and not sw.combinations():
+        found = [Problem("exclude", f"leaves no point of {axes_field} to run")]
+    return found
+
+
+def _zip_problems(sw: Sweep, axes_field: str) -> list[Problem]:
     if sw.mode == "zip":
         lens = {k: len(v) for k, v in sw.axes.items() if k not in sw.cross}
         if len(set(lens.values())) > 1:

@@ -88,6 +88,32 @@ axes:
         load_sweep(sweep_file(tmp_path, bad))
 
 
+def test_excluded_combinations_are_not_run(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL + "exclude: [{scheme: geo-ina, wan.default.bandwidth_mbps: 50}]\n"))
+    combos = sw.combinations()
+    assert len(combos) == 3 and {"scheme": "geo-ina", "wan.default.bandwidth_mbps": 50} not in combos
+    assert len(S.plan(sw)) == 6
+    assert len(load_sweep(sweep_file(tmp_path, SMALL + "exclude: [{scheme: ps}]\n")).combinations()) == 2
+    labelled = """name: s
+mode: zip
+axes:
+  scheme: [ps, l3dml]
+  scheme_options: [{}, {policy: rule}]
+  label: [ps, l3dml-rule]
+  wan.default.loss_pct: [0, 5]
+cross: [wan.default.loss_pct]
+exclude: [{label: ps, wan.default.loss_pct: 5}]
+"""
+    assert [c["label"] for c in load_sweep(sweep_file(tmp_path, labelled)).combinations()] == \
+        ["ps", "l3dml-rule", "l3dml-rule"]
+    for bad, field in [("exclude: {scheme: ps}\n", "exclude: must be a list"),
+                       ("exclude: [{}]\n", "exclude.0: must be a non-empty mapping"),
+                       ("exclude: [{schem: ps}]\n", "exclude.0.schem: not an axis"),
+                       ("exclude: [{scheme: ps}, {scheme: geo-ina}]\n", "exclude: leaves no point")]:
+        with pytest.raises(SweepError, match=field):
+            load_sweep(sweep_file(tmp_path, SMALL + bad))
+
+
 def test_quick_variant_replaces_axes_and_repetitions_and_goes_to_its_own_folder(tmp_path):
     sw = load_sweep(sweep_file(tmp_path, SMALL), quick=True)
     pts = S.plan(sw)
@@ -316,7 +342,7 @@ def test_a_sweep_file_reports_every_problem_before_its_points_are_judged(tmp_pat
     with pytest.raises(SweepError) as e:
         load_sweep(path)
     assert e.value.problems == [
-        "colour: unknown field (known: axes, base, cross, description, figures, mode, name, output, "
+        "colour: unknown field (known: axes, base, cross, description, exclude, figures, mode, name, output, "
         "quick, repetitions, seeds, set, target_accuracy, warmup_iterations)",
         "mode: must be one of product, zip (got 'grid')",
         "repetitions: must be an integer >= 1 (got 0)",
