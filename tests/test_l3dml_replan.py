@@ -217,3 +217,35 @@ def test_setup_must_have_pushed_the_plans_path_entries(tmp_path):
     run.hooks.pushed[sw] = (cmds[:-1], replies[:-1])
     with pytest.raises(ValueError, match="agg_path entries"):
         controller(g, scn, o, p, run.hooks)
+
+
+def test_the_workers_communicator_applies_the_newest_pacing_before_it_aggregates(tmp_path, monkeypatch):
+    """L3dmlCommunicator: before an aggregation it takes the pace file in force (rate cap
+    on its client, start delay slept), then aggregates as ina's does (the UDP exchange is
+    replaced here by the sum of one worker: no switch to talk to)."""
+    import numpy as np
+    import schemes.ina.communicator as ina_comm
+    from schemes.l3dml.communicator import L3dmlCommunicator
+    from workers.communicator import Me
+    scn, g, o, p = mesh()
+    w = next(iter(p.comm))
+    comm = {**p.comm[w], "pace_dir": str(tmp_path / "pace")}
+    comm["client"] = {**comm["client"], "core": "python"}
+    seen = []
+
+    def fake_aggregate(sock, client, q, **kw):
+        seen.append((client.pacer.max_rate, c.start_delay_s))
+        return q
+    monkeypatch.setattr(ina_comm.ina_udp, "aggregate", fake_aggregate)
+    monkeypatch.setattr(ina_comm.time, "sleep", lambda s: seen.append(("slept", s)))
+    c = L3dmlCommunicator(comm, Me(w, 0, 1, "127.0.0.1", scn.time_dilation))
+    first = (comm["client"]["max_rate_pps"], comm["start_delay_s"])
+    grad = np.linspace(-1, 1, 64)
+    c.allreduce(grad, 0)
+    write_pace(tmp_path / "pace", 1, 1, {w: {"max_rate_pps": 123.0, "start_delay_s": 0.25}})
+    out = c.allreduce(grad, 1)
+    np.testing.assert_allclose(out, grad, atol=c.bound)
+    got = [x for x in seen if x[0] != "slept"]
+    assert got[0] == first and got[1] == (123.0, 0.25)
+    assert ("slept", 0.25) in seen and c.stats()["pace_seq"] == 1
+    c.close()
