@@ -17,6 +17,7 @@ and `__init__.py`, which declares `SCHEME = Scheme(...)`. The registry
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -122,3 +123,33 @@ class TcpOptions(Options):
 
     def emulated_timeout_s(self, scenario) -> float:
         return self.timeout_s * scenario.time_dilation
+
+
+class PeriodicController(threading.Thread):
+    """A scheme's run-time controller as a thread of the run: step() every interval_s
+    (emulated s) until it sets `finished`, stop() is called, or a step raises (the error is
+    kept and recorded as `replan_error`; the run then reports it)."""
+
+    def __init__(self, name: str, interval_s: float, hooks: RunHooks):
+        super().__init__(name=name, daemon=True)
+        self.interval_s, self.hooks = interval_s, hooks
+        self.error: str | None = None
+        self.finished = False
+        self._halt = threading.Event()
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        while not self.finished and not self._halt.wait(self.interval_s):
+            try:
+                self.step()
+            except Exception as e:       # recorded; the run reports it as an error
+                self.error = f"{type(e).__name__}: {e}"
+                self.hooks.record("replan_error", error=self.error)
+                return
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(timeout=30)

@@ -20,7 +20,6 @@ replan_skipped, replan_retired, replan_error) and of summary.json's app.replan.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, replace
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from control.agg_entries import removal_commands
 from control.path_routes import route_updates
-from schemes.base import Plan, RunHooks, Server
+from schemes.base import PeriodicController, Plan, RunHooks, Server
 from schemes.inart.replan import replan
 from schemes.inart.split import InartPlan
 from schemes.inart.switchover import (all_moved_on, next_bank, polled_interfaces, rates_from_tc,
@@ -56,9 +55,9 @@ def make_controller(graph, scenario, o, plan: Plan, hooks: RunHooks):
     return ReplanController(graph, scenario, o, plan, hooks)
 
 
-class ReplanController(threading.Thread):
+class ReplanController(PeriodicController):
     def __init__(self, graph, scenario, o, plan: Plan, hooks: RunHooks):
-        super().__init__(name="inart-replan", daemon=True)
+        super().__init__("inart-replan", o.replan_interval_s, hooks)
         rt = plan.runtime
         # the options as the plan resolved them (window, the bank's slots), not as given
         self.graph, self.scenario, self.o, self.hooks = graph, scenario, rt["options"], hooks
@@ -76,10 +75,8 @@ class ReplanController(threading.Thread):
         self.seq = 0
         self.checks = 0
         self.plans: list[dict] = []
-        self.error: str | None = None
-        self.finished = False            # no later switch-over can happen
+        # self.finished: no later switch-over can happen
         self._last_route_updates: dict = {}
-        self._halt = threading.Event()
 
     def _index_setup(self, pushed, agg_commands):
         """Handles of the first plan's path routes; the commands that remove its points."""
@@ -97,21 +94,6 @@ class ReplanController(threading.Thread):
             for e in self.routes.get(sw, []):
                 handles[(sw, e.prefix)] = _entry_handle(reply_of[e.command()], e.command())
         return handles, removal
-
-    # ------------------------------------------------------------------ thread
-    def run(self) -> None:
-        while not self.finished and not self._halt.wait(self.o.replan_interval_s):
-            try:
-                self.step()
-            except Exception as e:       # recorded; the run reports it as an error
-                self.error = f"{type(e).__name__}: {e}"
-                self.hooks.record("replan_error", error=self.error)
-                return
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self.is_alive():
-            self.join(timeout=30)
 
     def summary(self) -> dict:
         return {"interval_s": self.o.replan_interval_s, "threshold": self.o.replan_threshold,

@@ -22,7 +22,6 @@
 """
 from __future__ import annotations
 
-import threading
 import time
 
 from control.agg_entries import event_reads, parse_events, removal_commands
@@ -30,6 +29,7 @@ import schemes.l3dml.pace_file as pace_file
 import schemes.l3dml.policies as policies
 import schemes.l3dml.replan as replan
 import schemes.l3dml.routing as routing
+from schemes.base import PeriodicController
 from schemes.l3dml.plan import worker_pacing
 from topologies.linkemu import parse_htb_rate_bps
 from topologies.ports import interface_name
@@ -54,11 +54,11 @@ class RepairCounters:
         return {"events": self.events, "error": self.error}
 
 
-class RateSync(threading.Thread):
+class RateSync(PeriodicController):
     def __init__(self, graph, scenario, plan, hooks):
-        super().__init__(name="l3dml-replan", daemon=True)
         rt = plan.runtime["l3dml"]
-        self.graph, self.hooks, self.o = graph, hooks, rt["options"]
+        super().__init__("l3dml-replan", rt["options"].replan_interval_s, hooks)
+        self.graph, self.o = graph, rt["options"]
         self.iterations, self.dilation = scenario.iterations, scenario.time_dilation
         self.it0, self.current, self.tree = rt["iteration"], rt["decision"], rt["tree"]
         self.loops, self.lead = rt["loops"], rt["lead_s"]
@@ -73,9 +73,6 @@ class RateSync(threading.Thread):
         self.paths = self._setup_paths(hooks.pushed, rt["path_commands"])
         self.seq = self.checks = 0
         self.plans: list[dict] = []
-        self.error: str | None = None
-        self.finished = False
-        self._halt = threading.Event()
 
     @staticmethod
     def _setup_paths(pushed, path_commands) -> dict[str, tuple[list[str], list[str]]]:
@@ -89,21 +86,6 @@ class RateSync(threading.Thread):
                                  "plan's agg_path entries; push the plan's commands as given")
             out[sw] = (list(cmds), list(replies[len(replies) - len(cmds):]))
         return out
-
-    # ------------------------------------------------------------------ thread
-    def run(self) -> None:
-        while not self.finished and not self._halt.wait(self.o.replan_interval_s):
-            try:
-                self.step()
-            except Exception as e:       # recorded; the run reports it as an error
-                self.error = f"{type(e).__name__}: {e}"
-                self.hooks.record("replan_error", error=self.error)
-                return
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self.is_alive():
-            self.join(timeout=30)
 
     def summary(self) -> dict:
         return {"interval_s": self.o.replan_interval_s, "window": self.o.replan_window,
