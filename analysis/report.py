@@ -290,7 +290,10 @@ class SweepReport:
             if not series:
                 return None
             target = self.spec.get("target_accuracy")
-            return FigureJob("accuracy_vs_time", "Model accuracy against wall-clock time, one run per "
+            at = spec.get("at") or {}     # one figure per setting: the setting in its name
+            name = "accuracy_vs_time" + "".join(f"_{_slug(k)}{v:g}" if _is_number(v) else f"_{_slug(k)}"
+                                                for k, v in at.items())
+            return FigureJob(name, "Model accuracy against wall-clock time, one run per "
                              f"{self.per} ({_setting(reps[0], self.pair_axes())}).",
                              lambda: F.fig_accuracy_time(series, target=target, dilation=self.dilation(),
                                                          title=spec.get("title"), styles=self.styles))

@@ -154,6 +154,17 @@ def test_scaling_and_metric_figures_from_rows():
     np.testing.assert_allclose(ps.get_ydata(), [2.005, 3.005, 4.005])
 
 
+def test_accuracy_figures_at_two_settings_are_two_figures(results):
+    import yaml
+    spec_path = results / "sweep-bw" / "sweep.yaml"
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["figures"] = [{"kind": "accuracy_time", "at": {"wan.default.bandwidth_mbps": v}} for v in (20, 50)]
+    spec_path.write_text(yaml.safe_dump(spec))
+    jobs = SweepReport(results / "sweep-bw").jobs()
+    assert [j.name for j in jobs] == ["accuracy_vs_time_bandwidth_mbps20", "accuracy_vs_time_bandwidth_mbps50"]
+    assert "bandwidth" in jobs[1].caption and "50" in jobs[1].caption
+
+
 def test_single_run_report_and_errors(results):
     run = next((results / "sweep-strag" / "points" / "p0001-r0").glob("*/*/summary.json")).parent
     md = make_report(run, ["png"])
