@@ -232,6 +232,19 @@ def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
     assert off.iteration_s == pytest.approx(geo.iteration_s)
 
 
+def test_ina_models_name_spurious_timeouts_behind_a_strong_straggler():
+    # 2 DCs x 2, 100 ms round trip: a worker 4x slower (200 ms -> 800 ms) keeps the root
+    # holding the others' chunks 450 ms past the mean, over 1.5 round trips
+    strag = "stragglers: {persistent: [{dc: d1, factor: 4}]}"
+    for scheme in ("geo-ina", "ina", "l3dml"):
+        p = predict(scn(scheme, per_dc=2, compute="{model: constant, value_ms: 200}", extra=strag))
+        (c,) = [c for c in p.caveats if c.startswith("stragglers")]
+        assert "0.30 s longer than the mean" in c and "0.100 s round trip" in c
+    mild = predict(scn("geo-ina", per_dc=2, compute="{model: constant, value_ms: 200}",
+                       extra=strag.replace("factor: 4", "factor: 1.5")))
+    assert not [c for c in mild.caveats if c.startswith("stragglers")]
+
+
 def test_bandwidth_step_halves_the_serialization_term():
     a, b = predict(scn("ps", mbps=50)), predict(scn("ps", mbps=25))
     ka = next(k for k in a.terms if k.startswith("serialization"))

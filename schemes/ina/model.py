@@ -18,6 +18,11 @@ from workers.congestion import cubic_c
 
 
 
+# A worker's timeout is at least SRTT + half the longest round trip (rto_margin_ms auto):
+# about 1.5 round trips on a steady stream (docs/ina.md)
+RTO_RTTS = 1.5
+
+
 def model_for(shape: str):
     def predict(graph, scenario, o: InaOptions) -> M.Prediction:
         return predict_values(shape, graph, scenario, o, M.parameters(scenario))
@@ -137,9 +142,17 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
             notes.append("loss with loss_response backlog (or a fixed window): the re-sent "
                          "frames are added; recovery time and the cuts a queue causes are not modelled")
     tree, chunks, rtt = max(windows, key=lambda t: t[2])
+    caveats = []
+    held = comp.max_s - comp.mean_s     # how long the root holds the others' chunks
+    if held > RTO_RTTS * rtt:
+        caveats.append(f"stragglers: the slowest worker computes {held:.2f} s longer than the mean, "
+                       f"more than the workers' retransmission timeout (about {RTO_RTTS:g} x the "
+                       f"{rtt:.3f} s round trip): the others' timers fire on chunks the root holds "
+                       "for it (spurious re-sends and window cuts, not in the model)")
     if p_fix > 0:
         last = min(tree.window, chunks)
         add[f"the last window's repairs ({repair.time_s * 1000:.0f} ms each, switch timers)"] = \
             (1.0 - (1.0 - p_fix) ** last) * repair.time_s
     add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt, **add}
-    return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph))
+    return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
+                      caveats)
