@@ -167,7 +167,7 @@ def test_graph_reads_the_scenario_by_its_fields_only():
     plain.dc_index = scn.dc_index
     assert wan_edge_pairs(plain) == wan_edge_pairs(scn) == [(1, 2), (1, 3), (2, 3)]
     g, h = build_graph(scn), build_graph(plain)
-    sched = [{"t_s": 0.0, "mbps": 5.0}, {"t_s": 9.0, "mbps": 7.0}]
+    sched = [{"t_s": 0.0, "mbps": 5.0, "from_dc": None}, {"t_s": 9.0, "mbps": 7.0, "from_dc": None}]
     assert g.edges["g1", "g2"]["bandwidth_schedule"] == sched
     # the plain copy's schedule points are namespaces, not models: compare everything else
     drop = lambda d: {k: v for k, v in d.items() if k != "bandwidth_schedule"}
