@@ -118,7 +118,7 @@ def iteration_ends(run_dir: Path) -> dict[int, float]:
 
 
 def test_the_controller_re_routes_when_a_straggler_s_uplink_narrows(tmp_path):
-    """No compute straggler; at 1.5 s (real) datacenter b's uplink to the root (b -> a only: the
+    """No compute straggler; at 2 s (real) datacenter b's uplink to the root (b -> a only: the
     results still come down at 20 Mbps) narrows from 20 to 4 Mbps. Policy rule decided at
     plan time keeps b on its direct link (the plan saw 20 Mbps); with replan_interval_s the
     controller reads the new htb rate, moves part of b's slot range onto b -> c -> a, and
@@ -128,7 +128,7 @@ def test_the_controller_re_routes_when_a_straggler_s_uplink_narrows(tmp_path):
            "workload": {"kind": "synthetic", "parameters": 65536}, "iterations": 8,
            "time_dilation": 2,
            "wan": {**MESH3["wan"], "edges": [{"a": "a", "b": "b", "bandwidth_schedule": [
-               {"t_s": 1.5, "mbps": 4, "from_dc": "b"}]}]}}
+               {"t_s": 2.0, "mbps": 4, "from_dc": "b"}]}]}}
     path = tmp_path / "narrow.yaml"
     path.write_text(yaml.safe_dump(scn))
     got = {}
@@ -163,8 +163,9 @@ def test_the_controller_re_routes_when_a_straggler_s_uplink_narrows(tmp_path):
     # the flow model against the emulation on this second scenario (its calibration error):
     # before the drop (the plan's decision, no straggler) and after the install (the
     # controller's decision on the measured rates), iteration time in real s
-    ends_s, drop_s, _ = got["static"]
-    before = [dur(ends_s, i) for i in sorted(ends_s)[1:] if ends_s[i] < drop_s]
+    # (iteration 0's length varies with the set-up, so which iteration the drop hits does
+    # too: the iterations before it, from both runs, share the plan's decision)
+    before = [dur(e, i) for e, d, _ in got.values() for i in sorted(e)[1:] if e[i] < d]
     ratio = {"before the drop": mean(before) / plan["old"]["completion_s"],
              "after the install": mean(after_replan) / plan["new"]["completion_s"]}
     print("measured / flow model: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items()))
