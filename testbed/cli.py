@@ -2,6 +2,8 @@
 
   gdml run SCENARIO [--set key=value]... [--out DIR] [--cli] [--prefix P]
   gdml sweep SWEEP [--resume] [--quick] [--out DIR] [--model] [--executor local|ray]
+  gdml sweep SWEEP --repetitions K[,K...]    (only those repetitions; same ids and seeds)
+  gdml merge SWEEP SOURCE... --out DIR      (one table from tables of that sweep run apart)
   gdml plot RESULTS [--format pdf,png]      (a run, a scenario's runs, a sweep, or a folder above them)
   gdml validate FILE...
   gdml predict SCENARIO [--set key=value]... [--schemes a,b,c]   (model output)
@@ -93,7 +95,22 @@ def cmd_sweep(a) -> int:
     if a.executor == "local":
         _need_root("sweep")   # with ray, root is checked on the machines that run points
     return main(a.sweep, resume=a.resume, quick=a.quick, out=a.out, prefix=a.prefix,
-                executor=a.executor, ray_address=a.ray_address)
+                executor=a.executor, ray_address=a.ray_address, repetitions=a.repetitions)
+
+
+def _repetition_list(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give repetition numbers, e.g. 1 or 1,2")
+    return out
+
+
+def cmd_merge(a) -> int:
+    from analysis.table_merge import main
+    return main(a.sweep, a.sources, a.out)
 
 
 def cmd_plot(a) -> int:
@@ -163,7 +180,16 @@ def parser() -> argparse.ArgumentParser:
                    "(docs/sweeps.md)")
     s.add_argument("--ray-address", default=None,
                    help="Ray cluster: auto or HEAD:6379 (default RAY_ADDRESS, else one started here)")
+    s.add_argument("--repetitions", type=_repetition_list, default=None, metavar="K[,K...]",
+                   help="run only these repetitions (0-based; same point ids and seeds as in the "
+                   "whole sweep; gdml merge joins tables run apart)")
     s.set_defaults(fn=cmd_sweep)
+    m = sub.add_parser("merge", help="one table of a sweep from tables run apart (repetitions on "
+                       "different days or machines, a published table; docs/sweeps.md)")
+    m.add_argument("sweep", help="the sweep file every row must be a point of")
+    m.add_argument("sources", nargs="+", help="folders holding a table.csv of that sweep")
+    m.add_argument("--out", required=True, help="new folder for the merged table")
+    m.set_defaults(fn=cmd_merge)
     pl = sub.add_parser("plot", help="figures and report.md of a run, a scenario's runs or a sweep "
                         "(given a folder above them, the one found below it)")
     pl.add_argument("results")

@@ -14,7 +14,9 @@ executor's business (testbed/executors.py: `local`, here one after another; `ray
 cluster): this module alone decides which points run, records each one as it finishes,
 resumes and writes the table. A point that raises is recorded with its error and the sweep
 goes on; Ctrl-C records the points in flight as interrupted, writes the table and stops;
-`resume=True` skips the points whose point.json says ok.
+`resume=True` skips the points whose point.json says ok; `repetitions` runs only those
+repetitions' points (same ids and seeds as in the whole sweep: one repetition on each of
+two days, then `gdml merge` makes one table of them).
 """
 from __future__ import annotations
 
@@ -211,14 +213,21 @@ def plan(sw: Sweep) -> list[Point]:
 
 def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool = False,
               runner: Runner = lifecycle_runner, progress: bool = True, validate: bool = True,
-              executor: Executor | None = None) -> Path:
-    """All points of a sweep; returns the sweep folder. The executor (default: local, one
+              executor: Executor | None = None, repetitions: list[int] | None = None) -> Path:
+    """All points of a sweep (of the given repetitions only, when given); returns the sweep
+    folder. The executor (default: local, one
     point after another here) runs the points; each is recorded and the table rewritten as
     it finishes, in the order they finish. Raises SweepInterrupted on Ctrl-C (after
     recording the points in flight as interrupted and writing the table), SweepError
     before anything runs when the folder holds an earlier sweep and resume is off, or when
     the sweep file changed under a resume; ExecutorError when the executor cannot start."""
     points = plan(sw)
+    if repetitions is not None:
+        wrong = sorted(set(repetitions) - set(range(sw.repetitions)))
+        if wrong:
+            raise SweepError(sw.source, "repetitions", f"the sweep has repetitions 0-{sw.repetitions - 1}, "
+                             f"not {', '.join(map(str, wrong))}: give numbers in that range")
+        points = [p for p in points if p.repetition in set(repetitions)]
     if validate:
         check_points_valid(sw, points)
     folder = sweep_folder(sw, out)
@@ -414,7 +423,7 @@ def _short(v) -> str:
 
 def main(path: str, *, resume: bool = False, quick: bool = False, out: str | None = None,
          runner: Runner | None = None, prefix: str = "", executor: str = "local",
-         ray_address: str | None = None) -> int:
+         ray_address: str | None = None, repetitions: list[int] | None = None) -> int:
     """`gdml sweep`: executor `local` (this machine, one point after another) or `ray`
     (a Ray cluster, one point per machine at a time; ray_address: an existing cluster,
     default RAY_ADDRESS, else one started on this machine). The real runner needs root
@@ -424,11 +433,12 @@ def main(path: str, *, resume: bool = False, quick: bool = False, out: str | Non
     runner = runner or functools.partial(lifecycle_runner, prefix=prefix)
     sw = load_sweep(path, quick=quick)
     try:
-        folder = run_sweep(sw, out, resume=resume, runner=runner, executor=ex)
+        folder = run_sweep(sw, out, resume=resume, runner=runner, executor=ex, repetitions=repetitions)
     except SweepInterrupted as e:
         f = sweep_folder(sw, out)
         again = (" --quick" if quick else "") + (f" --executor {executor}" if executor != "local" else "") \
-            + (f" --ray-address {ray_address}" if ray_address else "")
+            + (f" --ray-address {ray_address}" if ray_address else "") \
+            + (f" --repetitions {','.join(map(str, repetitions))}" if repetitions is not None else "")
         print(f"sweep interrupted{f' at point {e}' if str(e) else ''}; table so far: {f / 'table.csv'}; "
               f"continue with: gdml sweep {path}{again} --resume")
         return 130

@@ -393,3 +393,27 @@ def test_a_yaml_syntax_error_in_a_sweep_file_is_one_problem_with_its_place(tmp_p
         load_sweep(path)
     assert e.value.problems == ["invalid YAML at line 3, column 25: expected ',' or ']', but got '}'"]
     assert str(e.value) == f"{path}: invalid YAML at line 3, column 25: expected ',' or ']', but got '}}'"
+
+
+def test_only_the_chosen_repetitions_run_with_the_whole_sweep_s_ids_and_seeds(tmp_path):
+    sw = load_sweep(sweep_file(tmp_path, SMALL))      # 4 points x 2 repetitions, seeds 5 and 6
+    runner = Runner()
+    folder = S.run_sweep(sw, tmp_path / "out", runner=runner, progress=False, repetitions=[1])
+    rows = read_csv(folder / "table.csv")
+    whole = {p.point_id: p for p in S.plan(sw)}
+    assert len(runner.calls) == 4 and all("seed=6" in c for c in runner.calls)
+    assert [r["point_id"] for r in rows] == [p for p in whole if p.endswith("-r1")]
+    assert all(r["seed"] == "6" and r["repetition"] == "1" for r in rows)
+    # the other repetition afterwards, into the same folder: resume, and nothing runs twice
+    again = Runner()
+    S.run_sweep(sw, tmp_path / "out", runner=again, progress=False, resume=True, repetitions=[0])
+    assert len(again.calls) == 4 and all("seed=5" in c for c in again.calls)
+    assert len(read_csv(folder / "table.csv")) == 8
+    with pytest.raises(SweepError, match="repetitions 0-1, not 2"):
+        S.run_sweep(sw, tmp_path / "out2", runner=Runner(), progress=False, repetitions=[2])
+
+
+def test_an_interrupted_repetition_names_itself_in_the_resume_command(tmp_path, capsys):
+    p = sweep_file(tmp_path, SMALL + f"output: {tmp_path / 'out'}\n")
+    assert S.main(str(p), runner=Runner(interrupt_at=1), repetitions=[1]) == 130
+    assert f"gdml sweep {p} --repetitions 1 --resume" in capsys.readouterr().out
