@@ -13,7 +13,7 @@ import pytest
 from testbed import cli
 from topologies import linkemu
 
-VERBS = ["run", "sweep", "plot", "validate", "predict", "bench", "clean", "doctor", "show", "demo",
+VERBS = ["run", "sweep", "merge", "plot", "validate", "predict", "bench", "clean", "doctor", "show", "demo",
          "train"]
 
 REPO = Path(__file__).resolve().parent.parent
