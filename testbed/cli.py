@@ -20,8 +20,8 @@ program. The program name in usage and messages is `gdml` either way. Errors are
 on stderr, no traceback (set GDML_DEBUG=1 for one); a scenario or sweep file with several
 problems gives one `error:` line per problem, then their count.
 
-This module is the one place that dispatches to every room (bench included: nothing else
-imports bench); tests/test_layers.py names it as that exception, and nothing imports it.
+This module dispatches to every room but bench, which it runs as a program (`python3 -m
+bench`: nothing imports the bench room); nothing imports this module.
 """
 from __future__ import annotations
 
@@ -62,26 +62,17 @@ def cmd_clean(a) -> int:
 
 
 def cmd_bench(a) -> int:
-    if a.what == "switch":          # the softswitch, and BMv2 beside it when on PATH
-        from bench.bmv2_switch import main
-        return main(a.args) or 0
-    if a.what == "schemes":
-        from bench.schemes import main as schemes_main
-        _need_root("bench schemes")
-        return schemes_main(a.args) or 0
-    if a.what == "ina":
-        from bench.ina import main   # needs root: it says so itself
-        return main(a.args) or 0
-    if a.what == "client":          # the INA client's CPU per result, Python and C; no root
-        from bench.client_core import main
-        return main(a.args) or 0
-    if a.what == "capacity":
-        from bench.capacity import main as capacity_main
-        _need_root("bench capacity")
-        return capacity_main(a.args) or 0
-    from bench.topology import main
-    _need_root("bench topology")
-    return main(a.args) or 0
+    """The benchmarks are a program of their own (bench/__main__.py): run as one, so that
+    nothing imports the bench room. Its output and exit status are this command's."""
+    import subprocess
+    from pathlib import Path
+    here = str(Path(__file__).resolve().parent.parent)   # where bench/ sits beside testbed/
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+    p = subprocess.Popen([sys.executable, "-m", "bench", a.what, *a.args], env=env)
+    try:
+        return p.wait()
+    except KeyboardInterrupt:   # the terminal's Ctrl-C reached the bench too: let it finish
+        return p.wait()
 
 
 def cmd_sweep(a) -> int:

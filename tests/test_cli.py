@@ -174,3 +174,14 @@ def test_train_l3dml_quick_writes_a_loadable_model_set(tmp_path, capsys):
     assert len(ms.agents) == len(modelset.REGIMES) and ms.agents[0].training["seed"] == 2
     assert cli.main(["train", "l3dml", "--quick", "--out", str(tmp_path)]) == 1    # a folder
     assert "is a folder: give a file name" in capsys.readouterr().err
+
+
+def test_gdml_bench_runs_the_bench_program_from_any_folder(tmp_path):
+    """`gdml bench` runs `python3 -m bench` (nothing imports the bench room): its output and
+    exit status come through, from whichever folder it is called."""
+    p = subprocess.run([sys.executable, str(REPO / "run.py"), "bench", "client", "--help"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("usage: gdml bench client"), p.stderr
+    p = subprocess.run([sys.executable, "-m", "bench", "nope"], capture_output=True, text=True,
+                       cwd=REPO, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("usage: gdml bench {switch,")
