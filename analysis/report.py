@@ -151,21 +151,26 @@ class SweepReport:
         return self._runs[rd]
 
     def representative(self, fixed: dict | None = None) -> list[dict]:
-        """One ok row per series: repetition 0 and, for every other axis (but those zipped
-        with the scheme or label), its first value (or the value in `fixed`)."""
+        """One ok row per series whose run folder is here, for the figures drawn from runs:
+        from the lowest repetition that has any (repetition 0, but in a table merged with a
+        published one whose rows keep no runs: docs/sweeps.md) and, for every other axis (but
+        those zipped with the scheme or label), its first value (or the value in `fixed`)."""
         fixed = dict(fixed or {})
         for a in self.pair_axes():           # axes zipped with the scheme follow it
             if a not in fixed:
                 first = next((r.get(a) for r in self.rows if r.get(a) is not None), None)
                 fixed[a] = first
-        out = []
-        for s in self.series:
-            for r in self.ok:
-                if r[SERIES] == s and r.get("repetition") == 0 and \
-                        all(r.get(a) == v for a, v in fixed.items()):
-                    out.append(r)
-                    break
-        return out
+        for k in sorted({r.get("repetition") for r in self.ok if isinstance(r.get("repetition"), int)}):
+            out = []
+            for s in self.series:
+                for r in self.ok:
+                    if r[SERIES] == s and r.get("repetition") == k and \
+                            all(r.get(a) == v for a, v in fixed.items()) and self.run(r) is not None:
+                        out.append(r)
+                        break
+            if out:
+                return out
+        return []
 
     def pair_axes(self) -> list[str]:
         """The axes a speedup pairs rows on: every axis but the scheme, the label and those
@@ -341,11 +346,10 @@ class SweepReport:
             caption = (f"CDF of iteration time per {self.per}, without and with stragglers "
                        f"({F.label(split).lower()} {lo:g} vs {hi:g}).")
         else:
-            for r in self.representative():
-                rd = self.run(r)
-                if rd is not None:
-                    groups.append((r[SERIES], "", rd.iteration_times_s()))
-            caption = f"CDF of iteration time per {self.per} ({_setting(self.representative()[0], self.pair_axes())})."
+            reps = self.representative()
+            for r in reps:
+                groups.append((r[SERIES], "", self.run(r).iteration_times_s()))
+            caption = f"CDF of iteration time per {self.per} ({_setting(reps[0], self.pair_axes()) if reps else ''})."
         groups = [g for g in groups if len(g[2])]
         if not groups:
             return None
@@ -431,6 +435,8 @@ def _fmt_axis(v) -> str:
 def _setting(row: dict, axes: list[str]) -> str:
     """The row's values of `axes` (the pair axes: those of its series are the series')."""
     parts = [f"{_short_axis(a).split(' (')[0].lower()} {_fmt_axis(row.get(a))}" for a in axes]
+    if row.get("repetition") not in (0, None):    # the runs of repetition 0 are not here
+        parts.append(f"repetition {row['repetition']}")
     return ", ".join(parts) or "the only setting"
 
 

@@ -89,3 +89,23 @@ def test_the_command_line_says_what_is_wrong(tmp_path, capsys):
     assert "also a source" in capsys.readouterr().err
     assert cli(["merge", str(p), str(src), "--out", str(tmp_path / "m")]) == 0
     assert "merged 4 points (4 ok; repetitions 0) of 8" in capsys.readouterr().out
+
+
+def test_figures_from_runs_use_the_first_repetition_whose_runs_are_here(tmp_path):
+    from analysis.report import SweepReport
+    p = sweep_file(tmp_path, SMALL)
+    sw = load_sweep(p)
+    pub = tmp_path / "published"
+    pub.mkdir()
+    shutil.copy(run_repetition(tmp_path, sw, 0, "old") / "table.csv", pub)
+    shutil.rmtree(tmp_path / "old")
+    out = merge(p, [pub, run_repetition(tmp_path, sw, 1, "new")], tmp_path / "merged")
+    rep = SweepReport(out)
+    reps = rep.representative()
+    assert sorted(r["scheme"] for r in reps) == ["geo-ina", "ps"]
+    assert {r["repetition"] for r in reps} == {1} and all(rep.run(r) is not None for r in reps)
+    cdf = rep.job({"kind": "cdf"})
+    assert cdf is not None and "repetition 1" in cdf.caption
+    # without any run folder, the figures drawn from runs are left out, not drawn empty
+    alone = merge(p, [pub], tmp_path / "alone")
+    assert SweepReport(alone).representative() == [] and SweepReport(alone).job({"kind": "cdf"}) is None
