@@ -610,6 +610,12 @@ def make_report(results, formats=("pdf", "png")) -> Path:
         intro = (f"{len(rep.ok)} of {len(rep.rows)} points ok; axes: {', '.join(rep.axes)}. "
                  f"All numbers in real-world units (time dilation undone). Full table: "
                  f"[table.csv](table.csv), [table.sqlite](table.sqlite).")
+        merged = folder / "merged_from.txt"
+        if merged.is_file():    # gdml merge: say so, the runs of some rows may not be here
+            n = len(merged.read_text().split())
+            intro += (f" The table was merged from {n} tables of this sweep run apart (`gdml merge`; "
+                      f"[merged_from.txt](merged_from.txt)); figures drawn from runs use the runs "
+                      f"that are here.")
     else:
         paths = [folder] if kind == "run" else sorted(p for p in folder.iterdir() if is_run_dir(p))
         runs = [RunData.load(p) for p in paths]

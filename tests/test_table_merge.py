@@ -106,6 +106,9 @@ def test_figures_from_runs_use_the_first_repetition_whose_runs_are_here(tmp_path
     assert {r["repetition"] for r in reps} == {1} and all(rep.run(r) is not None for r in reps)
     cdf = rep.job({"kind": "cdf"})
     assert cdf is not None and "repetition 1" in cdf.caption
+    from analysis.report import main as plot
+    assert plot(str(out), "png") == 0
+    assert "merged from 2 tables of this sweep run apart" in (out / "report.md").read_text()
     # without any run folder, the figures drawn from runs are left out, not drawn empty
     alone = merge(p, [pub], tmp_path / "alone")
     assert SweepReport(alone).representative() == [] and SweepReport(alone).job({"kind": "cdf"}) is None
