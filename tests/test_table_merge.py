@@ -41,14 +41,20 @@ def test_two_repetitions_run_apart_make_the_whole_sweep_s_table(tmp_path):
     assert (out / "merged_from.txt").read_text().split() == [str(a), str(b)]
 
 
-def test_a_published_table_without_run_folders_merges_with_new_runs(tmp_path):
+def published_and_new(tmp_path):
+    """(sweep file, a published table of repetition 0 whose runs are gone, the merge of it
+    with a new run of repetition 1)."""
     p = sweep_file(tmp_path, SMALL)
     sw = load_sweep(p)
     pub = tmp_path / "published"
     pub.mkdir()
     shutil.copy(run_repetition(tmp_path, sw, 0, "old") / "table.csv", pub)
     shutil.rmtree(tmp_path / "old")                  # the runs are gone, the table stays
-    out = merge(p, [pub, run_repetition(tmp_path, sw, 1, "new")], tmp_path / "merged")
+    return p, pub, merge(p, [pub, run_repetition(tmp_path, sw, 1, "new")], tmp_path / "merged")
+
+
+def test_a_published_table_without_run_folders_merges_with_new_runs(tmp_path):
+    _, _, out = published_and_new(tmp_path)
     got = rows(out / "table.csv")
     assert len(got) == 8
     assert all(r["run_dir"] == "" for r in got if r["repetition"] == "0")
@@ -93,13 +99,7 @@ def test_the_command_line_says_what_is_wrong(tmp_path, capsys):
 
 def test_figures_from_runs_use_the_first_repetition_whose_runs_are_here(tmp_path):
     from analysis.report import SweepReport
-    p = sweep_file(tmp_path, SMALL)
-    sw = load_sweep(p)
-    pub = tmp_path / "published"
-    pub.mkdir()
-    shutil.copy(run_repetition(tmp_path, sw, 0, "old") / "table.csv", pub)
-    shutil.rmtree(tmp_path / "old")
-    out = merge(p, [pub, run_repetition(tmp_path, sw, 1, "new")], tmp_path / "merged")
+    p, pub, out = published_and_new(tmp_path)
     rep = SweepReport(out)
     reps = rep.representative()
     assert sorted(r["scheme"] for r in reps) == ["geo-ina", "ps"]
