@@ -38,13 +38,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception as e:   # one line, no traceback: the message says what to do
+    except Exception as e:   # as every command shows errors (testbed/problems.py)
         if os.environ.get("GDML_DEBUG"):
             raise
-        msg = str(e).strip().splitlines()
-        print(f"error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
-        if len(msg) > 1:
-            print("\n".join(msg[1:]), file=sys.stderr)
+        from testbed.problems import error_lines
+        print(error_lines(e), file=sys.stderr)
         return 1
 
 

@@ -248,12 +248,6 @@ def main(argv=None) -> int:
     except Exception as e:   # one line, no traceback: the message says what to do
         if os.environ.get("GDML_DEBUG"):
             raise
-        msg = str(e).strip().splitlines()
-        if getattr(e, "problems", None):   # every problem of a file (testbed/problems.py)
-            print("\n".join(f"error: {line}" for line in msg), file=sys.stderr)
-            return 1
-        first = msg[0] if msg else type(e).__name__
-        print(f"error: {first}", file=sys.stderr)
-        if len(msg) > 1:   # e.g. a switch's log tail: keep it, it says why
-            print("\n".join(msg[1:]), file=sys.stderr)
+        from testbed.problems import error_lines
+        print(error_lines(e), file=sys.stderr)
         return 1

@@ -57,6 +57,16 @@ class FileProblems(ValueError):
         super().__init__(report(source, self.problems))
 
 
+def error_lines(e: BaseException) -> str:
+    """How a command shows an error (no traceback: the message says what to do): a file's
+    problems one `error:` line each; any other error its first line after `error:`, then
+    the rest as it is (e.g. a switch's log tail: it says why)."""
+    msg = str(e).strip().splitlines()
+    if getattr(e, "problems", None):
+        return "\n".join(f"error: {line}" for line in msg)
+    return "\n".join([f"error: {msg[0] if msg else type(e).__name__}"] + msg[1:])
+
+
 def yaml_problem(e: yaml.YAMLError) -> str:
     """A YAML syntax error as one problem with its line and column (1-based), and where the
     construct it breaks began when that is another line."""

@@ -227,7 +227,8 @@ def run_sweep(sw: Sweep, out: str | os.PathLike | None = None, *, resume: bool =
         if wrong:
             raise SweepError(sw.source, "repetitions", f"the sweep has repetitions 0-{sw.repetitions - 1}, "
                              f"not {', '.join(map(str, wrong))}: give numbers in that range")
-        points = [p for p in points if p.repetition in set(repetitions)]
+        chosen = set(repetitions)
+        points = [p for p in points if p.repetition in chosen]
     if validate:
         check_points_valid(sw, points)
     folder = sweep_folder(sw, out)

@@ -185,3 +185,15 @@ def test_gdml_bench_runs_the_bench_program_from_any_folder(tmp_path):
     p = subprocess.run([sys.executable, "-m", "bench", "nope"], capture_output=True, text=True,
                        cwd=REPO, timeout=60)
     assert p.returncode == 2 and p.stderr.startswith("usage: gdml bench {switch,")
+
+
+def test_a_failing_benchmark_prints_its_error_as_every_command_does(monkeypatch, capsys):
+    import types
+    import bench.__main__ as bench_main
+    def fails(argv):
+        raise RuntimeError("switch s1 did not start\nlog tail: bind failed")
+    monkeypatch.setitem(sys.modules, "bench.fake", types.SimpleNamespace(main=fails))
+    monkeypatch.setitem(bench_main.BENCHES, "client", ("bench.fake", False))
+    monkeypatch.delenv("GDML_DEBUG", raising=False)
+    assert bench_main.main(["client"]) == 1
+    assert capsys.readouterr().err == "error: switch s1 did not start\nlog tail: bind failed\n"

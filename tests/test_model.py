@@ -233,8 +233,8 @@ def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
 
 
 def test_ina_models_name_spurious_timeouts_behind_a_strong_straggler():
-    # 2 DCs x 2, 100 ms round trip: a worker 4x slower (200 ms -> 800 ms) keeps the root
-    # holding the others' chunks 450 ms past the mean, over 1.5 round trips
+    # 2 DCs x 2, 100 ms round trip: d1's two workers 4x slower (200 ms -> 800 ms) keep the
+    # root holding the others' chunks 300 ms past the mean (500 ms), over 1.5 round trips
     strag = "stragglers: {persistent: [{dc: d1, factor: 4}]}"
     for scheme in ("geo-ina", "ina", "l3dml"):
         p = predict(scn(scheme, per_dc=2, compute="{model: constant, value_ms: 200}", extra=strag))
