@@ -171,15 +171,17 @@ class Load:
         self.flows: dict = defaultdict(int)     # concurrent flows per directed link
         self.pkts: dict = defaultdict(float)    # packets per directed link
 
-    def tcp(self, a, b, payload: float, count: int = 1) -> None:
-        """`count` TCP streams a -> b of `payload` bytes each."""
+    def tcp(self, a, b, payload: float, count: int = 1, streams: int | None = None) -> None:
+        """`count` TCP transfers a -> b of `payload` bytes each, on `streams` concurrent
+        streams (default: each transfer its own; a ring hop sends its steps' chunks one
+        after the other on one stream)."""
         data, acks = tcp_wire(payload)
         p = self.net.path(a, b)
         segs = math.ceil(payload / MSS) if payload > 0 else 0
         for u, v in zip(p, p[1:]):
             self.bytes[(u, v)] += count * data
             self.bytes[(v, u)] += count * acks
-            self.flows[(u, v)] += count
+            self.flows[(u, v)] += count if streams is None else streams
             self.pkts[(u, v)] += count * segs
             self.pkts[(v, u)] += count * math.ceil(segs / ACK_EVERY)
 

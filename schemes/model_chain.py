@@ -1,0 +1,195 @@
+"""A chain of dependent chunk transfers over lossy TCP: a seeded round-level simulation
+(pure; used by the ring's model when a hop loses packets, docs/model.md).
+
+Why a simulation: a ring step sends one chunk per hop and waits for the chunk from the
+left before sending the next, so a hop's TCP stream is not backlogged. A lost segment
+then delays its chunk's delivery by a recovery round that a backlogged stream would
+overlap with new data, and that delay walks around the ring. The response functions
+(schemes/model.py, tcp_loss_rate) give a backlogged stream's rate and miss it: at 1 %
+loss, 1 MB gradients, 3 DCs x 4 workers the ring measured 10.9 x that model.
+
+What is simulated, per hop (one TCP connection), at round-trip granularity, with the
+kernel's mechanisms and constants only (no fitted factor):
+  - a chunk becomes sendable when the sender has the chunk from its left neighbour (and,
+    on the same connection, the previous chunk has been acknowledged);
+  - slow start after idle (tcp_cwnd_restart): cwnd halves per RTO idle, not below
+    min(initial window, cwnd); ssthresh keeps 3/4 of the window before;
+  - per round: min(cwnd, what is left) segments; each lost independently with the path's
+    loss probability; a round with a loss cuts cwnd once (x beta) and its lost segments go
+    in the next round; a loss followed by a delivered segment is found by RACK a quarter
+    round trip after the round (min_rtt / 4), a lost tail segment by the tail loss probe
+    (2 smoothed round trips);
+  - growth: slow start (+ acknowledged segments) below ssthresh, then cubic (RFC 8312,
+    on the kernel's clock: the emulated seconds, rtt x s) with its TCP-friendly floor, or
+    Reno's +1 per round trip;
+  - a round lasts a round trip, or its serialization at the hop's rate when longer.
+The period is the mean time per iteration of the last `measured` of `iterations`
+simulated iterations (the warm-up ones let the windows settle), with a fixed seed: the
+same scenario gives the same number."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+CUBIC_C = 0.4          # RFC 8312's C (segments / s^3)
+RACK_REO = 0.25        # RACK's reordering window: min_rtt / 4 (Linux's default)
+TLP_SRTTS = 2.0        # tail loss probe timeout: 2 x SRTT (RFC 8985)
+MIN_RTT_S = 1e-4       # a hop configured with no delay still takes this long (cubic's clock)
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One directed hop of the chain: its round trip and one-way delay (real-world
+    seconds), the rate its stream gets (bits / s) and the probability a segment is lost."""
+    rtt_s: float
+    delay_s: float
+    rate_bps: float
+    loss: float
+
+
+@dataclass(frozen=True)
+class Tcp:
+    """The kernel's settings and constants the simulation uses."""
+    law: str                 # "cubic" or "reno"
+    beta: float              # window kept after a loss (cubic 0.7, reno 0.5)
+    init_cwnd: int           # segments (Linux: 10)
+    rto_min_s: float         # TCP_RTO_MIN in real-world seconds (0.2 / time dilation)
+    clock_scale: float       # kernel seconds per real-world second (the time dilation)
+    restart_after_idle: bool
+    mss: int
+    seg_wire_bits: float     # bits one full segment takes on the wire
+
+
+class _Sender:
+    """The state of one hop's TCP sender (segments, real-world seconds). Bursts in flight
+    are (time their ACKs are back, segments, lost any, time sent)."""
+
+    def __init__(self, hop: Hop, tcp: Tcp):
+        self.hop, self.tcp = hop, tcp
+        self.cwnd = float(tcp.init_cwnd)
+        self.ssthresh = math.inf
+        self.w_max = 0.0
+        self.epoch = None          # cubic: kernel-clock time of the last cut
+        self.cut_mark = -math.inf  # bursts sent before the last cut do not cut again
+        self.last_send = None
+        self.wire_free = 0.0       # the hop's link is busy serializing until then
+        self.flight: list = []
+
+    def _restart(self, now: float) -> None:
+        if self.flight or not self.tcp.restart_after_idle or self.last_send is None:
+            return
+        rto = self.hop.rtt_s + self.tcp.rto_min_s
+        idle = now - self.last_send
+        if idle <= rto:
+            return
+        floor = min(float(self.tcp.init_cwnd), self.cwnd)
+        self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0, 0.75 * self.cwnd)
+        c = self.cwnd
+        while idle > rto and c > floor:
+            c /= 2
+            idle -= rto
+        self.cwnd = max(c, floor)
+        if self.epoch is not None:   # cubic does not count idle time (CA_EVENT_TX_START)
+            self.epoch += (now - self.last_send) * self.tcp.clock_scale
+
+    def _cut(self, now: float) -> None:
+        t = self.tcp
+        if t.law == "cubic" and self.cwnd < self.w_max:   # fast convergence
+            self.w_max = self.cwnd * (1 + t.beta) / 2
+        else:
+            self.w_max = self.cwnd
+        self.cwnd = max(2.0, self.cwnd * t.beta)
+        self.ssthresh = self.cwnd
+        self.epoch = now * t.clock_scale
+        self.cut_mark = now
+
+    def _grow(self, now: float, acked: int) -> None:
+        t = self.tcp
+        if self.cwnd < self.ssthresh:
+            self.cwnd = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
+            return
+        reno = self.cwnd + acked / self.cwnd
+        if t.law != "cubic":
+            self.cwnd = reno
+            return
+        if self.epoch is None:   # a new epoch from here, with no earlier maximum (K = 0)
+            self.epoch, self.w_max = now * t.clock_scale, self.cwnd
+        rtt_k = max(self.hop.rtt_s, MIN_RTT_S) * t.clock_scale
+        el = now * t.clock_scale - self.epoch + rtt_k
+        k = (self.w_max * (1 - t.beta) / CUBIC_C) ** (1 / 3)
+        target = CUBIC_C * (el - k) ** 3 + self.w_max
+        friendly = self.w_max * t.beta + 3 * (1 - t.beta) / (1 + t.beta) * el / rtt_k
+        # the kernel grows at most by the segments acknowledged (no more than doubling)
+        self.cwnd = max(reno, min(max(target, friendly), self.cwnd + acked))
+
+    def _acks(self, now: float) -> None:
+        keep = []
+        for back, n, lost, sent in self.flight:
+            if back > now:
+                keep.append((back, n, lost, sent))
+            elif lost:
+                if sent >= self.cut_mark:
+                    self._cut(back)
+            else:
+                self._grow(back, n)
+        self.flight = keep
+
+    def send(self, ready: float, segments: int, rng: np.random.Generator) -> float:
+        """Send a chunk of `segments` that became sendable at `ready`: when the receiver
+        has all of it."""
+        h, t = self.hop, self.tcp
+        now = ready
+        self._acks(now)
+        self._restart(now)
+        new, retx, done = segments, [], ready
+        while new or retx:
+            self._acks(now)
+            room = int(self.cwnd - sum(f[1] for f in self.flight))
+            due = sum(1 for x in retx if x <= now)
+            if room < 1 or not (new or due):
+                now = max(now, min([f[0] for f in self.flight] + [x for x in retx if x > now]))
+                continue
+            k_r = min(room, due)
+            retx = sorted(retx)[k_r:]
+            k_n = min(room - k_r, new)
+            new -= k_n
+            n = k_r + k_n
+            start = max(now, self.wire_free)
+            end = start + n * t.seg_wire_bits / h.rate_bps
+            # a loss is found when a later segment is acknowledged (RACK, a quarter round
+            # trip of reordering window later); the chunk's last segment only by the tail
+            # loss probe
+            lost = int(rng.binomial(n - 1, h.loss)) if h.loss and n > 1 else 0
+            retx += [end + (1 + RACK_REO) * h.rtt_s] * lost
+            if h.loss and rng.random() < h.loss:
+                lost += 1
+                retx.append(end + (TLP_SRTTS if not new else 1 + RACK_REO) * h.rtt_s)
+            if lost < n:
+                done = max(done, end + h.delay_s)
+            self.flight.append((end + h.rtt_s, n, lost > 0, start))
+            self.wire_free = self.last_send = end
+            now = end
+        return done
+
+
+def ring_period(hops: list, segments: list, steps: int, compute_s: float, tcp: Tcp,
+                iterations: int = 48, measured: int = 40, seed: int = 0) -> float:
+    """Seconds per iteration of a ring of len(hops) workers: worker r sends over hops[r]
+    to r+1 a chunk of segments[r] segments per step, `steps` steps per iteration, step k+1
+    after the chunk of step k from the left arrived (and, at an iteration's start, after
+    `compute_s`). The mean over the last `measured` of `iterations` iterations."""
+    w = len(hops)
+    rng = np.random.default_rng(seed)
+    senders = [_Sender(h, tcp) for h in hops]
+    got = [0.0] * w                     # when worker r has the chunk of the previous step
+    ends = []
+    for _ in range(iterations):
+        got = [g + compute_s for g in got]
+        for _ in range(steps):
+            got = [senders[(r - 1) % w].send(got[(r - 1) % w], segments[(r - 1) % w], rng)
+                   for r in range(w)]
+        ends.append(max(got))
+    tail = ends[-measured - 1:]
+    return (tail[-1] - tail[0]) / (len(tail) - 1)

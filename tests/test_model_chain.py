@@ -1,0 +1,133 @@
+"""The simulated chain of dependent chunk transfers over lossy TCP (schemes/model_chain.py)
+and the ring's model under loss (schemes/ring/model.py), against hand-worked cases (no root)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from schemes import model as M
+from schemes import model_chain as ch
+from tests.test_model import predict, scn
+
+BITS = 8 * (M.MSS + M.SEG_OVERHEAD)
+
+
+def tcp(law="cubic", restart=True, dilation=1.0):
+    return ch.Tcp(law, 0.7 if law == "cubic" else 0.5, 10, 0.2 / dilation, dilation, restart,
+                  M.MSS, BITS)
+
+
+def test_without_loss_the_chain_is_the_larger_max_plus_cycle():
+    # by hand: 4 hops; the ring cycle (each hop its serialization + one-way delay) advances
+    # 4 steps, 6 steps per iteration -> 1.5 rounds; a hop's own sends: 6 serializations
+    hops = [ch.Hop(0.04, 0.02, 20e6, 0.0), ch.Hop(0.0, 0.0, 1e9, 0.0)] * 2
+    for segs in (20, 40):     # 20: the ring cycle binds; 40: the WAN hop's own sends do
+        weights = [h.delay_s + segs * BITS / h.rate_bps for h in hops]
+        expect = max(1.5 * sum(weights), 6 * segs * BITS / 20e6)
+        period = ch.ring_period(hops, [segs] * 4, steps=6, compute_s=0.0, tcp=tcp())
+        assert period == pytest.approx(expect, rel=1e-6)
+    assert 1.5 * sum(h.delay_s + 20 * BITS / h.rate_bps for h in hops) > 6 * 20 * BITS / 20e6
+    assert 1.5 * sum(h.delay_s + 40 * BITS / h.rate_bps for h in hops) < 6 * 40 * BITS / 20e6
+
+
+def test_compute_adds_to_each_iteration_without_loss():
+    hops = [ch.Hop(0.04, 0.02, 20e6, 0.0)] * 2
+    base = ch.ring_period(hops, [10, 10], 2, 0.0, tcp(restart=False))
+    assert ch.ring_period(hops, [10, 10], 2, 0.3, tcp(restart=False)) == pytest.approx(base + 0.3)
+
+
+class Scripted:
+    """An rng whose draws are given: binomial() -> losses among a burst's non-tail
+    segments, random() -> below the loss probability when the burst's last one is lost."""
+
+    def __init__(self, inner_losses, tail_lost):
+        self.inner, self.tail = list(inner_losses), list(tail_lost)
+
+    def binomial(self, n, p):
+        return self.inner.pop(0) if self.inner else 0
+
+    def random(self):
+        return 0.0 if (self.tail.pop(0) if self.tail else False) else 1.0
+
+
+RTT, D, RATE = 0.1, 0.05, 10e6
+SER = BITS / RATE
+
+
+def test_a_lost_tail_waits_for_the_probe():
+    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    # one segment, lost once: sent, probe after 2 round trips, sent again, arrives
+    done = s.send(0.0, 1, Scripted([], [True, False]))
+    assert done == pytest.approx(SER + 2 * RTT + SER + D)
+
+
+def test_a_lost_segment_before_the_tail_is_found_by_rack():
+    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    # 5 segments in one window, one of the first four lost: found a quarter round trip
+    # after the ACK of the later ones, sent again, arrives
+    done = s.send(0.0, 5, Scripted([1, 0], [False, False]))
+    assert done == pytest.approx(5 * SER + 1.25 * RTT + SER + D)
+
+
+def test_a_chunk_larger_than_the_window_takes_round_trips_and_a_loss_cuts_the_window():
+    s = ch._Sender(ch.Hop(RTT, D, 1e9, 0.01), tcp(restart=False))
+    fast = BITS / 1e9
+    # 30 segments from the initial window of 10: 10, 20 (slow start) -> 2 rounds
+    assert s.send(0.0, 30, Scripted([], [])) == pytest.approx(RTT + 30 * fast + D)
+    # window 40 once the last ACKs are in: one burst of 30 with a loss; its ACKs come back
+    # before the repair is sent: cut once, x beta
+    s.send(10.0, 30, Scripted([1], []))
+    assert s.cwnd == pytest.approx(40 * 0.7)
+
+
+def test_same_inputs_same_period_and_more_loss_is_slower():
+    hops = lambda p: [ch.Hop(0.1, 0.05, 50e6, p), ch.Hop(0.0, 0.0, 1e9, 0.0)] * 3
+    segs = [60] * 6
+    a = ch.ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
+    assert a == ch.ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
+    clean = ch.ring_period(hops(0.0), segs, 10, 0.0, tcp(dilation=10))
+    assert clean < a < ch.ring_period(hops(0.03), segs, 10, 0.0, tcp(dilation=10))
+
+
+def test_reno_regrows_slower_than_cubic_on_a_dilated_clock():
+    hops = [ch.Hop(0.2, 0.1, 50e6, 0.01), ch.Hop(0.0, 0.0, 1e9, 0.0)] * 3
+    cubic = ch.ring_period(hops, [60] * 6, 10, 0.0, tcp("cubic", dilation=10))
+    reno = ch.ring_period(hops, [60] * 6, 10, 0.0, tcp("reno", dilation=10))
+    assert reno > 1.3 * cubic
+
+
+def test_restart_after_idle_costs_round_trips_when_compute_leaves_the_hop_idle():
+    hops = [ch.Hop(0.1, 0.05, 1e9, 0.0), ch.Hop(0.0, 0.0, 1e9, 0.0)]
+    # idle 5 s, RTO 0.3 s: halved down to the initial window, slow start 10, 20, 40, 30:
+    # three round trips more than one window of 100
+    kept = ch.ring_period(hops, [100, 100], 2, 5.0, tcp(restart=False))
+    restarted = ch.ring_period(hops, [100, 100], 2, 5.0, tcp(restart=True))
+    assert restarted - kept == pytest.approx(3 * 0.1, abs=0.005)
+
+
+def test_ring_model_under_loss_is_the_simulated_chain_and_above_the_lossless_cycle():
+    clean = predict(scn("ring", 2, 2, mbps=20, delay=20))
+    lossy = predict(scn("ring", 2, 2, mbps=20, delay=20, loss=1.0))
+    (term,) = [k for k in lossy.terms if k.startswith("ring under loss")]
+    assert "simulated chain of 6 dependent chunk transfers" in term
+    assert lossy.iteration_s > 2 * clean.iteration_s
+    assert not any(k.startswith("ring cycle") for k in lossy.limits)
+    # the backlogged stream's response is a candidate too, and never above the chain by much
+    (resp,) = [v for k, v in lossy.limits.items() if k.startswith("loss (")]
+    assert resp <= lossy.iteration_s
+
+
+def test_a_ring_hop_is_one_stream_not_one_per_step():
+    # the fair share of a ring hop is its link's rate: its chunks go one after the other
+    p = predict(scn("ring", 2, 2, mbps=20, delay=20, loss=1.0))
+    (resp,) = [k for k in p.limits if k.startswith("loss (")]
+    assert "stream" in resp
+
+
+def test_a_ring_too_large_to_simulate_keeps_the_cycles_and_says_so(monkeypatch):
+    from schemes.ring import model as rm
+    monkeypatch.setattr(rm, "CHAIN_BUDGET", 10)
+    p = predict(scn("ring", 2, 2, mbps=20, delay=20, loss=1.0))
+    assert any(k.startswith("ring cycle") for k in p.limits)
+    assert any("too large to simulate" in c for c in p.caveats)
