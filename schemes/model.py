@@ -349,6 +349,18 @@ def slow_start_extra(payload: float, rate_bps: float, rtt: float, cwnd0: float) 
     return max(0.0, t - payload / r)
 
 
+def simulated_tcp(scenario):
+    """The kernel TCP of the scenario as schemes/model_chain simulates it, or None for a
+    congestion control it does not have (cubic and reno only)."""
+    from schemes import model_chain as ch
+    law = _tcp(scenario, "congestion_control", "cubic")
+    if law not in ("cubic", "reno"):
+        return None
+    return ch.Tcp(law, CUBIC_BETA if law == "cubic" else 0.5, INIT_CWND // MSS,
+                  RTO_MIN_S / scenario.time_dilation, scenario.time_dilation,
+                  bool(_tcp(scenario, "slow_start_after_idle", True)), MSS, 8 * (MSS + SEG_OVERHEAD))
+
+
 def _tcp(scenario, name, default):
     tcp = getattr(scenario, "tcp", None)   # the scenario's tcp section (stock Linux defaults)
     return getattr(tcp, name, default) if tcp is not None else default

@@ -139,39 +139,55 @@ class _Sender:
     def send(self, ready: float, segments: int, rng: np.random.Generator) -> float:
         """Send a chunk of `segments` that became sendable at `ready`: when the receiver
         has all of it."""
+        return float(self.stream(np.array([ready]), np.array([segments]), rng)[0])
+
+    def stream(self, ready: np.ndarray, segments: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Send chunks in order, chunk c (segments[c] segments) sendable from ready[c]:
+        when the receiver has each chunk (an array like ready)."""
         h, t = self.hop, self.tcp
-        now = ready
-        self._acks(now)
-        self._restart(now)
-        new, retx, done = segments, [], ready
-        while new or retx:
+        seg_ready = np.repeat(np.maximum.accumulate(ready), segments)
+        total = len(seg_ready)
+        seg_done = np.zeros(total)
+        nxt, retx = 0, []                 # next new segment; [(due, segment)] to send again
+        now = float(seg_ready[0]) if total else float(ready[0])
+        while nxt < total or retx:
             self._acks(now)
+            if not self.flight and not retx:   # a segment not yet repaired is outstanding
+                self._restart(now)
             room = int(self.cwnd - sum(f[1] for f in self.flight))
-            due = sum(1 for x in retx if x <= now)
-            if room < 1 or not (new or due):
-                now = max(now, min([f[0] for f in self.flight] + [x for x in retx if x > now]))
+            fresh = int(np.searchsorted(seg_ready, now, side="right")) - nxt
+            retx.sort()
+            due = next((i for i, r in enumerate(retx) if r[0] > now), len(retx))
+            if room < 1 or not (fresh > 0 or due):
+                later = [f[0] for f in self.flight] + [r[0] for r in retx if r[0] > now]
+                if nxt < total and seg_ready[nxt] > now:
+                    later.append(float(seg_ready[nxt]))
+                now = max(now, min(later))
                 continue
             k_r = min(room, due)
-            retx = sorted(retx)[k_r:]
-            k_n = min(room - k_r, new)
-            new -= k_n
-            n = k_r + k_n
+            k_n = min(room - k_r, max(0, fresh))
+            ids = np.concatenate([np.array([r[1] for r in retx[:k_r]], dtype=np.int64),
+                                  np.arange(nxt, nxt + k_n)])
+            del retx[:k_r]
+            nxt += k_n
+            n = len(ids)
             start = max(now, self.wire_free)
             end = start + n * t.seg_wire_bits / h.rate_bps
+            lost = rng.random(n) < h.loss if h.loss else np.zeros(n, dtype=bool)
+            # each segment arrives once it is serialized (not the whole burst)
+            arrive = start + (np.arange(1, n + 1) * t.seg_wire_bits / h.rate_bps) + h.delay_s
+            seg_done[ids[~lost]] = arrive[~lost]
             # a loss is found when a later segment is acknowledged (RACK, a quarter round
-            # trip of reordering window later); the chunk's last segment only by the tail
+            # trip of reordering window later); the stream's last segment only by the tail
             # loss probe
-            lost = int(rng.binomial(n - 1, h.loss)) if h.loss and n > 1 else 0
-            retx += [end + (1 + RACK_REO) * h.rtt_s] * lost
-            if h.loss and rng.random() < h.loss:
-                lost += 1
-                retx.append(end + (TLP_SRTTS if not new else 1 + RACK_REO) * h.rtt_s)
-            if lost < n:
-                done = max(done, end + h.delay_s)
-            self.flight.append((end + h.rtt_s, n, lost > 0, start))
+            for j in np.flatnonzero(lost):
+                tail = j == n - 1 and nxt == total
+                retx.append((end + (TLP_SRTTS if tail else 1 + RACK_REO) * h.rtt_s, int(ids[j])))
+            self.flight.append((end + h.rtt_s, n, bool(lost.any()), start))
             self.wire_free = self.last_send = end
             now = end
-        return done
+        bounds = np.concatenate([[0], np.cumsum(segments)[:-1]])
+        return np.maximum.reduceat(seg_done, bounds) if total else ready.astype(float)
 
 
 def ring_period(hops: list, segments: list, steps: int, compute_s: float, tcp: Tcp,
@@ -193,3 +209,51 @@ def ring_period(hops: list, segments: list, steps: int, compute_s: float, tcp: T
         ends.append(max(got))
     tail = ends[-measured - 1:]
     return (tail[-1] - tail[0]) / (len(tail) - 1)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One TCP stream of a streamed push/pull tree, per iteration: chunk c of it
+    (segments[c] segments) can go once chunk c of every stream in `inputs` has arrived
+    (a server sums them first), or, for a worker's push (`inputs` empty), once `worker`
+    has computed. `hop` None: sender and receiver share a host (no network)."""
+    hop: Hop | None
+    segments: tuple
+    inputs: tuple = ()
+    worker: str | None = None
+
+
+def tree_period(streams: list, results: dict, compute_s: float, tcp: Tcp,
+                iterations: int = 20, measured: int = 14, seed: int = 0) -> float:
+    """Seconds per iteration of a streamed push/pull (ps, hier-ps): `streams` in an order
+    where every stream comes after its inputs; results[w] = the indices of the streams
+    whose arrival ends worker w's iteration (its pulls). A worker starts its next push
+    `compute_s` after its results are in. The mean over the last `measured` of
+    `iterations` iterations."""
+    rng = np.random.default_rng(seed)
+    senders = [_Sender(s.hop, tcp) if s.hop else None for s in streams]
+    start = {w: 0.0 for w in results}
+    ends = []
+    for _ in range(iterations):
+        got = []
+        for i, s in enumerate(streams):
+            if s.inputs:
+                ready = np.max([got[j] for j in s.inputs], axis=0)
+            else:
+                ready = np.full(len(s.segments), start[s.worker] + compute_s)
+            seg = np.asarray(s.segments)
+            got.append(senders[i].stream(ready, seg, rng) if senders[i] else ready)
+        start = {w: float(max(got[j].max() for j in idx)) for w, idx in results.items()}
+        ends.append(max(start.values()))
+    tail = ends[-measured - 1:]
+    return (tail[-1] - tail[0]) / (len(tail) - 1)
+
+
+def chunk_segments(values: int, chunk_values: int, header: int, mss: int) -> tuple:
+    """Segments per chunk of a stream of `values` float32 in frames of at most
+    chunk_values values (+ header each): a byte stream, so chunk c ends in the segment
+    that holds its last byte."""
+    frames = max(1, math.ceil(values / chunk_values))
+    sizes = [4 * min(chunk_values, values - i * chunk_values) + header for i in range(frames)]
+    ends = np.ceil(np.cumsum(sizes) / mss).astype(int)
+    return tuple(int(x) for x in np.diff(np.concatenate([[0], ends])))

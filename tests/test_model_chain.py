@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from schemes import model as M
@@ -38,17 +39,14 @@ def test_compute_adds_to_each_iteration_without_loss():
 
 
 class Scripted:
-    """An rng whose draws are given: binomial() -> losses among a burst's non-tail
-    segments, random() -> below the loss probability when the burst's last one is lost."""
+    """An rng whose draws are given: per burst, the positions in it that are lost."""
 
-    def __init__(self, inner_losses, tail_lost):
-        self.inner, self.tail = list(inner_losses), list(tail_lost)
+    def __init__(self, *bursts):
+        self.bursts = list(bursts)
 
-    def binomial(self, n, p):
-        return self.inner.pop(0) if self.inner else 0
-
-    def random(self):
-        return 0.0 if (self.tail.pop(0) if self.tail else False) else 1.0
+    def random(self, n):
+        lost = self.bursts.pop(0) if self.bursts else []
+        return np.array([0.0 if i in lost else 1.0 for i in range(n)])
 
 
 RTT, D, RATE = 0.1, 0.05, 10e6
@@ -58,7 +56,7 @@ SER = BITS / RATE
 def test_a_lost_tail_waits_for_the_probe():
     s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
     # one segment, lost once: sent, probe after 2 round trips, sent again, arrives
-    done = s.send(0.0, 1, Scripted([], [True, False]))
+    done = s.send(0.0, 1, Scripted([0], []))
     assert done == pytest.approx(SER + 2 * RTT + SER + D)
 
 
@@ -66,7 +64,7 @@ def test_a_lost_segment_before_the_tail_is_found_by_rack():
     s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
     # 5 segments in one window, one of the first four lost: found a quarter round trip
     # after the ACK of the later ones, sent again, arrives
-    done = s.send(0.0, 5, Scripted([1, 0], [False, False]))
+    done = s.send(0.0, 5, Scripted([1], []))
     assert done == pytest.approx(5 * SER + 1.25 * RTT + SER + D)
 
 
@@ -74,10 +72,10 @@ def test_a_chunk_larger_than_the_window_takes_round_trips_and_a_loss_cuts_the_wi
     s = ch._Sender(ch.Hop(RTT, D, 1e9, 0.01), tcp(restart=False))
     fast = BITS / 1e9
     # 30 segments from the initial window of 10: 10, 20 (slow start) -> 2 rounds
-    assert s.send(0.0, 30, Scripted([], [])) == pytest.approx(RTT + 30 * fast + D)
+    assert s.send(0.0, 30, Scripted()) == pytest.approx(RTT + 30 * fast + D)
     # window 40 once the last ACKs are in: one burst of 30 with a loss; its ACKs come back
     # before the repair is sent: cut once, x beta
-    s.send(10.0, 30, Scripted([1], []))
+    s.send(10.0, 30, Scripted([4]))
     assert s.cwnd == pytest.approx(40 * 0.7)
 
 
@@ -131,3 +129,41 @@ def test_a_ring_too_large_to_simulate_keeps_the_cycles_and_says_so(monkeypatch):
     p = predict(scn("ring", 2, 2, mbps=20, delay=20, loss=1.0))
     assert any(k.startswith("ring cycle") for k in p.limits)
     assert any("too large to simulate" in c for c in p.caveats)
+
+
+def test_a_pull_chunk_waits_for_the_slowest_push_of_it():
+    # workers a (20 ms one way) and b (50 ms) push one chunk of 5 segments to a server on
+    # its own host; the sum goes back once both are in. b's cycle binds: compute + push
+    # + pull over its 50 ms path; a waits for b's push before its pull can start.
+    ser = 5 * BITS / RATE
+    ha, hb = ch.Hop(0.04, 0.02, RATE, 0.0), ch.Hop(0.1, 0.05, RATE, 0.0)
+    streams = [ch.Stream(ha, (5,), (), "a"), ch.Stream(hb, (5,), (), "b"),
+               ch.Stream(ha, (5,), (0, 1)), ch.Stream(hb, (5,), (0, 1))]
+    period = ch.tree_period(streams, {"a": [2], "b": [3]}, 0.3, tcp(restart=False))
+    assert period == pytest.approx(0.3 + 2 * (ser + 0.05), rel=1e-6)
+
+
+def test_chunks_of_a_stream_pipeline_through_a_server():
+    # one worker, two chunks through a server on the worker's own host (no network) and
+    # back over one hop: with the window open, the tree is a push and a pull of 2 chunks
+    h = ch.Hop(0.04, 0.02, RATE, 0.0)
+    streams = [ch.Stream(h, (5, 5), (), "a"), ch.Stream(None, (5, 5), (0,)), ch.Stream(h, (5, 5), (1,))]
+    period = ch.tree_period(streams, {"a": [2]}, 0.0, tcp(restart=False))
+    ser = 5 * BITS / RATE
+    # the pull's first chunk goes while the push's second is on the wire (other direction)
+    assert period == pytest.approx(ser + 0.02 + 2 * ser + 0.02, rel=1e-6)
+
+
+def test_chunk_segments_cut_a_byte_stream_where_each_chunk_ends():
+    assert ch.chunk_segments(4096, 1024, 24, 1448) == (3, 3, 3, 3)   # 4120, 8240, 12360, 16480 B
+    assert sum(ch.chunk_segments(262144, 4096, 24, 1448)) == math.ceil((4 * 262144 + 64 * 24) / 1448)
+
+
+@pytest.mark.parametrize("scheme", ["ps", "hier-ps"])
+def test_streamed_push_pull_under_loss_is_simulated(scheme):
+    clean = predict(scn(scheme, 3, 2, mbps=20, delay=20))
+    lossy = predict(scn(scheme, 3, 2, mbps=20, delay=20, loss=1.0))
+    (term,) = [k for k in lossy.terms if k.startswith("streams under loss")]
+    assert "simulated push and gated pull" in term
+    assert lossy.iteration_s > 1.5 * clean.iteration_s
+    assert not any(k.startswith("propagation") for k in lossy.terms)   # inside the simulation

@@ -7,7 +7,8 @@ from __future__ import annotations
 from schemes import model as M
 from schemes.hier_ps.options import HierPsOptions
 from schemes.hier_ps.plan import plan
-from schemes.ps.model import tcp_tree_terms
+from schemes import model_chain as ch
+from schemes.ps.model import lossy_tree, tcp_tree_terms, with_simulation
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
 
 
@@ -41,5 +42,35 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
         max((net.rtt(a, b) for a, b, _ in lan), default=0.0) if wan else 0.0
     caveats.append("each WAN link carries one stream per direction: its window grows over the "
                    "first iterations (not modelled: the model is the steady state)")
+    if any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan):
+        dcs = {w: graph.nodes[w]["dc_index"] for w in pl.workers}
+        sim = lossy_tree(net, load, *tree_flows(dcs, local, g_host, M.parameters(scenario)), comp, scenario)
+        limits, add = with_simulation(limits, add, sim, comp, caveats, "hier-ps's streams")
     return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)
+
+
+def tree_flows(dcs: dict, local: dict, g_host, values) -> tuple[list, dict]:
+    """hier-ps's streams for ps.model.lossy_tree: workers to their datacenter's server,
+    each server's partial sum to the global server (chunk c once its workers' chunk c is
+    in), the sums back (once every datacenter's chunk c is in), and to the workers.
+    dcs: worker -> its datacenter index; local: datacenter index -> its server host."""
+    segs = ch.chunk_segments(values, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
+    flows, up, down = [], {}, {}
+    by_dc = {dc: [w for w in dcs if dcs[w] == dc] for dc in local}
+    for dc, h in local.items():
+        ins = []
+        for w in by_dc[dc]:
+            ins.append(len(flows))
+            flows.append((w, h, segs, (), w))
+        up[dc] = len(flows)
+        flows.append((h, g_host, segs, tuple(ins), None))
+    for dc, h in local.items():
+        down[dc] = len(flows)
+        flows.append((g_host, h, segs, tuple(up.values()), None))
+    results = {}
+    for dc, h in local.items():
+        for w in by_dc[dc]:
+            results[w] = [len(flows)]
+            flows.append((h, w, segs, (down[dc],), None))
+    return flows, results

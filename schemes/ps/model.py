@@ -9,6 +9,7 @@ back: workers.workload.expected_rows_touched, from the Zipf law), the rest dense
 from __future__ import annotations
 
 from schemes import model as M
+from schemes import model_chain as ch
 from schemes.ps.options import PsOptions
 from schemes.ps.plan import plan
 from workers import framing as fr
@@ -92,6 +93,46 @@ def gated_pull_caveat(load) -> str:
             "from the initial window; the model assumes the pull keeps pace with the push")
 
 
+# segment transfers the tree simulation may take per iteration (x its iterations: ~1 s of CPU)
+TREE_BUDGET = 40_000
+TREE_ITERATIONS, TREE_WARMUP = 20, 6
+
+
+def lossy_tree(net, load, flows, results, comp, scenario) -> tuple[float, str] | None:
+    """(period, its description) of a streamed push/pull under random loss, simulated
+    (schemes/model_chain.tree_period, seed 0): with loss the streams are window-limited
+    and each one's losses and restarts hold every sum that waits for it, which the
+    response function of one backlogged stream does not have. flows: (a, b, segments
+    per chunk, input flow indices, worker) in dependency order; results: worker -> the
+    flows that bring its sums. None when the tree is too large or the congestion control
+    is not simulated."""
+    tcp = M.simulated_tcp(scenario)
+    if tcp is None or sum(sum(f[2]) for f in flows) > TREE_BUDGET:
+        return None
+    streams = [ch.Stream(ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
+                         if a != b else None, segs, tuple(inputs), worker)
+               for a, b, segs, inputs, worker in flows]
+    period = ch.tree_period(streams, results, comp.max_s, tcp, TREE_ITERATIONS,
+                            TREE_ITERATIONS - TREE_WARMUP)
+    worst = max(net.path_loss(a, b) for a, b, *_ in flows)
+    return period, (f"streams under loss (up to {100 * worst:.3g} % per path; {tcp.law}): simulated "
+                    f"push and gated pull, {TREE_ITERATIONS - TREE_WARMUP} iterations after "
+                    f"{TREE_WARMUP} of warm-up (schemes/model_chain.py)")
+
+
+def with_simulation(limits: dict, add: dict, sim, comp, caveats: list, what: str) -> tuple[dict, dict]:
+    """The limits and additive terms once a lossy tree is simulated: the simulation has
+    the propagation, pipeline and restarts in it, so it replaces them; None (not
+    simulated) keeps them with a caveat."""
+    if sim is None:
+        caveats.append(f"random loss on {what}: not simulated (too large, or a congestion control "
+                       "schemes/model_chain.py does not have); the response function of a "
+                       "backlogged stream leaves out recovery rounds and restarts")
+        return limits, add
+    period, why = sim
+    return {**limits, why: max(0.0, period - comp.max_s)}, {}
+
+
 def _uses(net, a, b, link) -> bool:
     p = net.path(a, b)
     return link in zip(p, p[1:])
@@ -119,4 +160,25 @@ def predict(graph, scenario, o: PsOptions) -> M.Prediction:
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
     caveats = []
     add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes, caveats)
+    if not blocks and any(net.path_loss(a, b) > 0 for a, b, _ in flows):
+        sim = lossy_tree(net, load, *tree_flows(pl.workers, servers, values), comp, scenario)
+        limits, add = with_simulation(limits, add, sim, comp, caveats, "a parameter server's streams")
     return M.assemble("ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph), caveats)
+
+
+def tree_flows(workers, servers, values) -> tuple[list, dict]:
+    """ps's streams for lossy_tree: every worker's push to every shard server, then every
+    server's pull to every worker (chunk c of it after chunk c of every push to it)."""
+    segs = ch.chunk_segments(-(-values // len(servers)), DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
+    flows, push = [], {}
+    for w in workers:
+        for h in servers:
+            push[(w, h)] = len(flows)
+            flows.append((w, h, segs, (), w))
+    results = {w: [] for w in workers}
+    for h in servers:
+        ins = tuple(push[(w, h)] for w in workers)
+        for w in workers:
+            results[w].append(len(flows))
+            flows.append((h, w, segs, ins, None))
+    return flows, results

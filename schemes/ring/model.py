@@ -85,20 +85,16 @@ def lossy_chain(net, load, hops, payload, steps, compute_s, scenario) -> tuple[f
     """(period, its description) of the ring under random loss, simulated
     (schemes/model_chain.ring_period, seed 0), or None for a ring beyond CHAIN_BUDGET or a
     congestion control the simulation does not have (cubic and reno only)."""
-    law = M._tcp(scenario, "congestion_control", "cubic")
+    tcp = M.simulated_tcp(scenario)
     per_iteration = len(hops) * steps
-    if law not in ("cubic", "reno") or per_iteration * 8 > CHAIN_BUDGET:
+    if tcp is None or per_iteration * 8 > CHAIN_BUDGET:
         return None
     iterations = max(8, min(48, CHAIN_BUDGET // per_iteration))
-    tcp = ch.Tcp(law, M.CUBIC_BETA if law == "cubic" else 0.5, M.INIT_CWND // M.MSS,
-                 M.RTO_MIN_S / scenario.time_dilation, scenario.time_dilation,
-                 bool(M._tcp(scenario, "slow_start_after_idle", True)), M.MSS,
-                 8 * (M.MSS + M.SEG_OVERHEAD))
     links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
              for a, b in hops]
     segments = [math.ceil(payload / M.MSS)] * len(hops)
     period = ch.ring_period(links, segments, steps, compute_s, tcp, iterations, iterations - 8)
     worst = max(net.path_loss(a, b) for a, b in hops)
-    return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {law}): simulated chain of "
+    return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain of "
                     f"{steps} dependent chunk transfers per iteration, {iterations - 8} iterations "
                     f"after 8 of warm-up (schemes/model_chain.py)")
