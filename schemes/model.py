@@ -358,7 +358,7 @@ def simulated_tcp(scenario):
         return None
     return ch.Tcp(law, CUBIC_BETA if law == "cubic" else 0.5, INIT_CWND // MSS,
                   RTO_MIN_S / scenario.time_dilation, scenario.time_dilation,
-                  bool(_tcp(scenario, "slow_start_after_idle", True)), MSS, 8 * (MSS + SEG_OVERHEAD))
+                  bool(_tcp(scenario, "slow_start_after_idle", True)), 8 * (MSS + SEG_OVERHEAD))
 
 
 def _tcp(scenario, name, default):

@@ -1,28 +1,33 @@
-"""A chain of dependent chunk transfers over lossy TCP: a seeded round-level simulation
-(pure; used by the ring's model when a hop loses packets, docs/model.md).
+"""Chunked TCP streams that wait for each other, under random loss: a seeded simulation
+at round-trip granularity (pure; the ring's, ps's and hier-ps's models use it when a path
+loses packets: docs/model.md, "Under random loss").
 
-Why a simulation: a ring step sends one chunk per hop and waits for the chunk from the
-left before sending the next, so a hop's TCP stream is not backlogged. A lost segment
-then delays its chunk's delivery by a recovery round that a backlogged stream would
-overlap with new data, and that delay walks around the ring. The response functions
-(schemes/model.py, tcp_loss_rate) give a backlogged stream's rate and miss it: at 1 %
-loss, 1 MB gradients, 3 DCs x 4 workers the ring measured 10.9 x that model.
+Why a simulation: these schemes' streams are not backlogged. A ring hop sends one chunk
+per step and waits for the chunk from the left; a ps pull stream waits for sums, which
+wait for every worker's push; a hier-ps stream carries one partial sum per iteration and
+idles. A lost segment then delays its chunk by a recovery round that nothing overlaps,
+windows restart after idle, and the slowest stream holds every sum and step that waits
+for it. The response function of a backlogged stream (schemes/model.py, tcp_loss_rate)
+misses all of it: at 1 % loss, 1 MB gradients, 3 DCs x 4 workers the ring measured 10.9 x
+its cycle model.
 
-What is simulated, per hop (one TCP connection), at round-trip granularity, with the
-kernel's mechanisms and constants only (no fitted factor):
-  - a chunk becomes sendable when the sender has the chunk from its left neighbour (and,
-    on the same connection, the previous chunk has been acknowledged);
-  - slow start after idle (tcp_cwnd_restart): cwnd halves per RTO idle, not below
-    min(initial window, cwnd); ssthresh keeps 3/4 of the window before;
-  - per round: min(cwnd, what is left) segments; each lost independently with the path's
-    loss probability; a round with a loss cuts cwnd once (x beta) and its lost segments go
-    in the next round; a loss followed by a delivered segment is found by RACK a quarter
-    round trip after the round (min_rtt / 4), a lost tail segment by the tail loss probe
-    (2 smoothed round trips);
-  - growth: slow start (+ acknowledged segments) below ssthresh, then cubic (RFC 8312,
-    on the kernel's clock: the emulated seconds, rtt x s) with its TCP-friendly floor, or
-    Reno's +1 per round trip;
-  - a round lasts a round trip, or its serialization at the hop's rate when longer.
+What is simulated, per TCP stream, with the kernel's mechanisms and constants only (no
+fitted factor):
+  - chunk c of a stream is sendable once its inputs are in (the chunk from the left; that
+    chunk of every push a server sums); a stream's chunks go in order;
+  - bursts of min(cwnd - in flight, what is sendable) segments; each segment arrives when
+    serialized at the stream's rate, plus the one-way delay, unless lost (independently,
+    with the path's loss probability);
+  - a loss followed by a delivered segment is found by RACK a quarter round trip after
+    the ACKs of its burst (min_rtt / 4 reordering window), a stream's last segment by the
+    tail loss probe (2 smoothed round trips); one cut per window (x beta);
+  - growth: slow start (+ acknowledged segments) below ssthresh, then cubic (RFC 8312, on
+    the kernel's clock: the emulated seconds, rtt x s, with its TCP-friendly region) or
+    Reno's +1 per round trip; only while the window limits the sender
+    (tcp_is_cwnd_limited);
+  - slow start after idle (tcp_cwnd_restart): with nothing in flight or awaiting repair,
+    cwnd halves per RTO idle, not below min(initial window, cwnd); ssthresh keeps 3/4 of
+    the window before; cubic does not count the idle time.
 The period is the mean time per iteration of the last `measured` of `iterations`
 simulated iterations (the warm-up ones let the windows settle), with a fixed seed: the
 same scenario gives the same number."""
@@ -58,13 +63,12 @@ class Tcp:
     rto_min_s: float         # TCP_RTO_MIN in real-world seconds (0.2 / time dilation)
     clock_scale: float       # kernel seconds per real-world second (the time dilation)
     restart_after_idle: bool
-    mss: int
     seg_wire_bits: float     # bits one full segment takes on the wire
 
 
 class _Sender:
     """The state of one hop's TCP sender (segments, real-world seconds). Bursts in flight
-    are (time their ACKs are back, segments, lost any, time sent)."""
+    are (time their ACKs are back, segments, lost any, time sent, window-limited)."""
 
     def __init__(self, hop: Hop, tcp: Tcp):
         self.hop, self.tcp = hop, tcp
@@ -126,13 +130,13 @@ class _Sender:
 
     def _acks(self, now: float) -> None:
         keep = []
-        for back, n, lost, sent in self.flight:
+        for back, n, lost, sent, limited in self.flight:
             if back > now:
-                keep.append((back, n, lost, sent))
+                keep.append((back, n, lost, sent, limited))
             elif lost:
                 if sent >= self.cut_mark:
                     self._cut(back)
-            else:
+            elif limited:
                 self._grow(back, n)
         self.flight = keep
 
@@ -183,7 +187,11 @@ class _Sender:
             for j in np.flatnonzero(lost):
                 tail = j == n - 1 and nxt == total
                 retx.append((end + (TLP_SRTTS if tail else 1 + RACK_REO) * h.rtt_s, int(ids[j])))
-            self.flight.append((end + h.rtt_s, n, bool(lost.any()), start))
+            # the window grows only while it limits the sender (tcp_is_cwnd_limited): in
+            # slow start while it is under twice what is in flight, after it once filled
+            inflight = n + sum(f[1] for f in self.flight)
+            limited = (self.cwnd < 2 * inflight) if self.cwnd < self.ssthresh else inflight >= int(self.cwnd)
+            self.flight.append((end + h.rtt_s, n, bool(lost.any()), start, limited))
             self.wire_free = self.last_send = end
             now = end
         bounds = np.concatenate([[0], np.cumsum(segments)[:-1]])

@@ -15,8 +15,7 @@ BITS = 8 * (M.MSS + M.SEG_OVERHEAD)
 
 
 def tcp(law="cubic", restart=True, dilation=1.0):
-    return ch.Tcp(law, 0.7 if law == "cubic" else 0.5, 10, 0.2 / dilation, dilation, restart,
-                  M.MSS, BITS)
+    return ch.Tcp(law, 0.7 if law == "cubic" else 0.5, 10, 0.2 / dilation, dilation, restart, BITS)
 
 
 def test_without_loss_the_chain_is_the_larger_max_plus_cycle():
