@@ -28,9 +28,10 @@ fitted factor):
   - slow start after idle (tcp_cwnd_restart): with nothing in flight or awaiting repair,
     cwnd halves per RTO idle, not below min(initial window, cwnd); ssthresh keeps 3/4 of
     the window before; cubic does not count the idle time.
-The period is the mean time per iteration of the last `measured` of `iterations`
-simulated iterations (the warm-up ones let the windows settle), with a fixed seed: the
-same scenario gives the same number."""
+What it predicts is what analysis/measure.py reports of the run: the pace from the end of
+the warm-up iteration to the end of the run's last, windows growing from the initial one
+included (a long job: the steady pace), averaged over fixed seeds: the same scenario
+gives the same number."""
 from __future__ import annotations
 
 import math
@@ -198,12 +199,12 @@ class _Sender:
         return np.maximum.reduceat(seg_done, bounds) if total else ready.astype(float)
 
 
-def ring_period(hops: list, segments: list, steps: int, compute_s: float, tcp: Tcp,
-                iterations: int = 48, measured: int = 40, seed: int = 0) -> float:
-    """Seconds per iteration of a ring of len(hops) workers: worker r sends over hops[r]
-    to r+1 a chunk of segments[r] segments per step, `steps` steps per iteration, step k+1
-    after the chunk of step k from the left arrived (and, at an iteration's start, after
-    `compute_s`). The mean over the last `measured` of `iterations` iterations."""
+def ring_ends(hops: list, segments: list, steps: int, compute_s: float, tcp: Tcp,
+              iterations: int, seed: int = 0) -> list:
+    """When each of `iterations` iterations of a ring of len(hops) workers ends (the last
+    worker's result): worker r sends over hops[r] to r+1 a chunk of segments[r] segments
+    per step, `steps` steps per iteration, step k+1 after the chunk of step k from the left
+    arrived (and, at an iteration's start, after `compute_s`)."""
     w = len(hops)
     rng = np.random.default_rng(seed)
     senders = [_Sender(h, tcp) for h in hops]
@@ -215,8 +216,50 @@ def ring_period(hops: list, segments: list, steps: int, compute_s: float, tcp: T
             got = [senders[(r - 1) % w].send(got[(r - 1) % w], segments[(r - 1) % w], rng)
                    for r in range(w)]
         ends.append(max(got))
-    tail = ends[-measured - 1:]
-    return (tail[-1] - tail[0]) / (len(tail) - 1)
+    return ends
+
+
+def pace(ends: list, run_iterations: int | None, warmup: int = 1, steady_last: int = 8) -> float:
+    """The pace analysis/measure.py reports (iteration_period_s: from the end of the
+    warm-up to the end of the last iteration, per steady iteration) of a run of
+    `run_iterations` iterations whose first len(ends) are simulated; the iterations
+    beyond them at the steady pace of the last `steady_last` simulated. None: a long
+    job, the steady pace itself."""
+    k = len(ends)
+    last = min(steady_last, k - 1)
+    steady = (ends[-1] - ends[-1 - last]) / last
+    if run_iterations is None:
+        return steady
+    n = max(run_iterations, warmup + 1)
+    if n <= k:
+        return (ends[n - 1] - ends[warmup - 1]) / (n - warmup)
+    return (ends[-1] - ends[warmup - 1] + (n - k) * steady) / (n - warmup)
+
+
+def run_words(run_iterations: int | None) -> str:
+    """How a simulated pace was taken, for a term's name."""
+    if run_iterations is None:
+        return "steady pace of a long job"
+    return f"pace of the run's {run_iterations} iterations after the warm-up one"
+
+
+def seeds_for(run_iterations: int | None, lossy: bool, cap: int = 16, samples: int = 40) -> int:
+    """Seeds to average over: one without loss (nothing is random then); under loss
+    enough that the steady iterations simulated add up to about `samples` (a short run's
+    pace is as noisy in the model as in the emulation), at most 16."""
+    if not lossy:
+        return 1
+    steady = max(1, min(run_iterations or cap, cap) - 1)
+    return max(2, min(16, math.ceil(samples / steady)))
+
+
+def mean_pace(ends_of, run_iterations: int | None, lossy: bool, cap: int = 16) -> float:
+    """pace() averaged over seeds_for() seeds of ends_of(iterations, seed), simulating the
+    run's iterations up to `cap` (a long job: `cap`, its last ones as the steady pace)."""
+    k = min(run_iterations, cap) if run_iterations else cap
+    runs = [pace(ends_of(max(k, 2), seed), run_iterations)
+            for seed in range(seeds_for(run_iterations, lossy, cap))]
+    return sum(runs) / len(runs)
 
 
 @dataclass(frozen=True)
@@ -231,13 +274,13 @@ class Stream:
     worker: str | None = None
 
 
-def tree_period(streams: list, results: dict, compute_s: float, tcp: Tcp,
-                iterations: int = 20, measured: int = 14, seed: int = 0) -> float:
-    """Seconds per iteration of a streamed push/pull (ps, hier-ps): `streams` in an order
-    where every stream comes after its inputs; results[w] = the indices of the streams
-    whose arrival ends worker w's iteration (its pulls). A worker starts its next push
-    `compute_s` after its results are in. The mean over the last `measured` of
-    `iterations` iterations."""
+def tree_ends(streams: list, results: dict, compute_s: float, tcp: Tcp, iterations: int,
+              seed: int = 0) -> list:
+    """When each of `iterations` iterations of a streamed push/pull (ps, hier-ps) ends
+    (the last worker's results): `streams` in an order where every stream comes after its
+    inputs; results[w] = the indices of the streams whose arrival ends worker w's
+    iteration (its pulls). A worker starts its next push `compute_s` after its results
+    are in."""
     rng = np.random.default_rng(seed)
     senders = [_Sender(s.hop, tcp) if s.hop else None for s in streams]
     start = {w: 0.0 for w in results}
@@ -253,8 +296,7 @@ def tree_period(streams: list, results: dict, compute_s: float, tcp: Tcp,
             got.append(senders[i].stream(ready, seg, rng) if senders[i] else ready)
         start = {w: float(max(got[j].max() for j in idx)) for w, idx in results.items()}
         ends.append(max(start.values()))
-    tail = ends[-measured - 1:]
-    return (tail[-1] - tail[0]) / (len(tail) - 1)
+    return ends
 
 
 def chunk_segments(values: int, chunk_values: int, header: int, mss: int) -> tuple:

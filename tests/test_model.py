@@ -34,7 +34,7 @@ intra_dc:
 scheme: {scheme}
 workload: {{kind: synthetic, parameters: {N}}}
 compute_time: {compute}
-iterations: 5
+iterations: 50
 {extra}
 """
     return parse_scenario(text, "<model>", emulation_limits=limits)
@@ -324,7 +324,9 @@ def test_fidelity_warning_names_its_suspects_from_the_run_and_the_models_caveats
     _, (w,) = model_section(scn("ps", loss=1.0), slow)       # 1.2% against 1% per link: expected
     assert "loss recovery" not in w and "the pull follows the slowest push stream" in w
     _, (w,) = model_section(scn("hier-ps"), dict(slow, retransmission_rate=0.0))
-    assert "loss recovery" not in w and "its window grows over the first iterations" in w
+    # hier-ps's window growth over the first iterations is simulated, not a caveat
+    assert "loss recovery" not in w and "the pull follows the slowest push stream" in w
+    assert "its window grows over the first iterations" not in w
     _, (w,) = model_section(scn("ring"), dict(slow, retransmission_rate=0.0))
     assert "suspect" not in w                               # nothing known: the largest term only
     _, (w,) = model_section(scn("ps"), {"iteration_period_s": 1e-3})
@@ -490,7 +492,7 @@ datacenters:
 wan: {{default: {{bandwidth_mbps: 50, delay_ms: 50}}, bandwidth_schedule: [{{t_s: 5, mbps: 10}}]}}
 scheme: ps
 workload: {{kind: synthetic, parameters: {N}}}
-iterations: 5
+iterations: 50
 """, "<model>")
     assert has_schedule(sc) and not has_schedule(scn("ps"))
     sec, warns = model_section(sc, {"iteration_period_s": 10.0})

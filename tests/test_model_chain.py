@@ -14,6 +14,16 @@ from tests.test_model import predict, scn
 BITS = 8 * (M.MSS + M.SEG_OVERHEAD)
 
 
+def ring_period(hops, segs, steps, compute_s, tcp, iterations=48, seed=0):
+    """The steady pace of a long ring job: the last iterations after 8 of warm-up."""
+    ends = ch.ring_ends(hops, segs, steps, compute_s, tcp, iterations, seed)
+    return ch.pace(ends, None, steady_last=iterations - 8)
+
+
+def tree_period(streams, results, compute_s, tcp, iterations=20):
+    return ch.pace(ch.tree_ends(streams, results, compute_s, tcp, iterations), None, steady_last=10)
+
+
 def tcp(law="cubic", restart=True, dilation=1.0):
     return ch.Tcp(law, 0.7 if law == "cubic" else 0.5, 10, 0.2 / dilation, dilation, restart, BITS)
 
@@ -25,7 +35,7 @@ def test_without_loss_the_chain_is_the_larger_max_plus_cycle():
     for segs in (20, 40):     # 20: the ring cycle binds; 40: the WAN hop's own sends do
         weights = [h.delay_s + segs * BITS / h.rate_bps for h in hops]
         expect = max(1.5 * sum(weights), 6 * segs * BITS / 20e6)
-        period = ch.ring_period(hops, [segs] * 4, steps=6, compute_s=0.0, tcp=tcp())
+        period = ring_period(hops, [segs] * 4, 6, 0.0, tcp())
         assert period == pytest.approx(expect, rel=1e-6)
     assert 1.5 * sum(h.delay_s + 20 * BITS / h.rate_bps for h in hops) > 6 * 20 * BITS / 20e6
     assert 1.5 * sum(h.delay_s + 40 * BITS / h.rate_bps for h in hops) < 6 * 40 * BITS / 20e6
@@ -33,8 +43,8 @@ def test_without_loss_the_chain_is_the_larger_max_plus_cycle():
 
 def test_compute_adds_to_each_iteration_without_loss():
     hops = [ch.Hop(0.04, 0.02, 20e6, 0.0)] * 2
-    base = ch.ring_period(hops, [10, 10], 2, 0.0, tcp(restart=False))
-    assert ch.ring_period(hops, [10, 10], 2, 0.3, tcp(restart=False)) == pytest.approx(base + 0.3)
+    base = ring_period(hops, [10, 10], 2, 0.0, tcp(restart=False))
+    assert ring_period(hops, [10, 10], 2, 0.3, tcp(restart=False)) == pytest.approx(base + 0.3)
 
 
 class Scripted:
@@ -81,16 +91,16 @@ def test_a_chunk_larger_than_the_window_takes_round_trips_and_a_loss_cuts_the_wi
 def test_same_inputs_same_period_and_more_loss_is_slower():
     hops = lambda p: [ch.Hop(0.1, 0.05, 50e6, p), ch.Hop(0.0, 0.0, 1e9, 0.0)] * 3
     segs = [60] * 6
-    a = ch.ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
-    assert a == ch.ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
-    clean = ch.ring_period(hops(0.0), segs, 10, 0.0, tcp(dilation=10))
-    assert clean < a < ch.ring_period(hops(0.03), segs, 10, 0.0, tcp(dilation=10))
+    a = ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
+    assert a == ring_period(hops(0.01), segs, 10, 0.0, tcp(dilation=10))
+    clean = ring_period(hops(0.0), segs, 10, 0.0, tcp(dilation=10))
+    assert clean < a < ring_period(hops(0.03), segs, 10, 0.0, tcp(dilation=10))
 
 
 def test_reno_regrows_slower_than_cubic_on_a_dilated_clock():
     hops = [ch.Hop(0.2, 0.1, 50e6, 0.01), ch.Hop(0.0, 0.0, 1e9, 0.0)] * 3
-    cubic = ch.ring_period(hops, [60] * 6, 10, 0.0, tcp("cubic", dilation=10))
-    reno = ch.ring_period(hops, [60] * 6, 10, 0.0, tcp("reno", dilation=10))
+    cubic = ring_period(hops, [60] * 6, 10, 0.0, tcp("cubic", dilation=10))
+    reno = ring_period(hops, [60] * 6, 10, 0.0, tcp("reno", dilation=10))
     assert reno > 1.3 * cubic
 
 
@@ -98,8 +108,8 @@ def test_restart_after_idle_costs_round_trips_when_compute_leaves_the_hop_idle()
     hops = [ch.Hop(0.1, 0.05, 1e9, 0.0), ch.Hop(0.0, 0.0, 1e9, 0.0)]
     # idle 5 s, RTO 0.3 s: halved down to the initial window, slow start 10, 20, 40, 30:
     # three round trips more than one window of 100
-    kept = ch.ring_period(hops, [100, 100], 2, 5.0, tcp(restart=False))
-    restarted = ch.ring_period(hops, [100, 100], 2, 5.0, tcp(restart=True))
+    kept = ring_period(hops, [100, 100], 2, 5.0, tcp(restart=False))
+    restarted = ring_period(hops, [100, 100], 2, 5.0, tcp(restart=True))
     assert restarted - kept == pytest.approx(3 * 0.1, abs=0.005)
 
 
@@ -138,7 +148,7 @@ def test_a_pull_chunk_waits_for_the_slowest_push_of_it():
     ha, hb = ch.Hop(0.04, 0.02, RATE, 0.0), ch.Hop(0.1, 0.05, RATE, 0.0)
     streams = [ch.Stream(ha, (5,), (), "a"), ch.Stream(hb, (5,), (), "b"),
                ch.Stream(ha, (5,), (0, 1)), ch.Stream(hb, (5,), (0, 1))]
-    period = ch.tree_period(streams, {"a": [2], "b": [3]}, 0.3, tcp(restart=False))
+    period = tree_period(streams, {"a": [2], "b": [3]}, 0.3, tcp(restart=False))
     assert period == pytest.approx(0.3 + 2 * (ser + 0.05), rel=1e-6)
 
 
@@ -147,7 +157,7 @@ def test_chunks_of_a_stream_pipeline_through_a_server():
     # back over one hop: with the window open, the tree is a push and a pull of 2 chunks
     h = ch.Hop(0.04, 0.02, RATE, 0.0)
     streams = [ch.Stream(h, (5, 5), (), "a"), ch.Stream(None, (5, 5), (0,)), ch.Stream(h, (5, 5), (1,))]
-    period = ch.tree_period(streams, {"a": [2]}, 0.0, tcp(restart=False))
+    period = tree_period(streams, {"a": [2]}, 0.0, tcp(restart=False))
     ser = 5 * BITS / RATE
     # the pull's first chunk goes while the push's second is on the wire (other direction)
     assert period == pytest.approx(ser + 0.02 + 2 * ser + 0.02, rel=1e-6)
@@ -166,3 +176,21 @@ def test_streamed_push_pull_under_loss_is_simulated(scheme):
     assert "simulated push and gated pull" in term
     assert lossy.iteration_s > 1.5 * clean.iteration_s
     assert not any(k.startswith("propagation") for k in lossy.terms)   # inside the simulation
+
+
+def test_pace_is_what_measure_reports_of_the_run():
+    ends = [1.0, 2.0, 2.5, 3.0, 3.5]
+    assert ch.pace(ends, 5) == pytest.approx((3.5 - 1.0) / 4)      # after the warm-up one
+    assert ch.pace(ends, 3) == pytest.approx((2.5 - 1.0) / 2)      # a shorter run
+    assert ch.pace(ends, None, steady_last=2) == pytest.approx(0.5)  # a long job: steady
+    # a run longer than simulated: the rest at the steady pace
+    assert ch.pace(ends, 9, steady_last=2) == pytest.approx((3.5 - 1.0 + 4 * 0.5) / 8)
+
+
+def test_mean_pace_takes_one_seed_without_loss():
+    seen = []
+    ch.mean_pace(lambda n, seed: seen.append(seed) or [float(i) for i in range(n)], 5, lossy=False)
+    assert seen == [0]
+    seen.clear()
+    ch.mean_pace(lambda n, seed: seen.append(seed) or [float(i) for i in range(n)], 5, lossy=True)
+    assert seen == list(range(10))          # 4 steady iterations each: 40 in all

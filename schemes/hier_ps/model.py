@@ -8,7 +8,7 @@ from schemes import model as M
 from schemes.hier_ps.options import HierPsOptions
 from schemes.hier_ps.plan import plan
 from schemes import model_chain as ch
-from schemes.ps.model import lossy_tree, tcp_tree_terms, with_simulation
+from schemes.ps.model import simulated_tree, tcp_tree_terms, with_simulation
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
 
 
@@ -40,18 +40,19 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
                          notes, caveats)
     add["propagation (tree depth: longest worker-local server round trip)"] = \
         max((net.rtt(a, b) for a, b, _ in lan), default=0.0) if wan else 0.0
-    caveats.append("each WAN link carries one stream per direction: its window grows over the "
-                   "first iterations (not modelled: the model is the steady state)")
-    if any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan):
-        dcs = {w: graph.nodes[w]["dc_index"] for w in pl.workers}
-        sim = lossy_tree(net, load, *tree_flows(dcs, local, g_host, M.parameters(scenario)), comp, scenario)
-        limits, add = with_simulation(limits, add, sim, comp, caveats, "hier-ps's streams")
+    dcs = {w: graph.nodes[w]["dc_index"] for w in pl.workers}
+    sim = simulated_tree(net, load, *tree_flows(dcs, local, g_host, M.parameters(scenario)), comp, scenario)
+    if sim is None:
+        caveats.append("each WAN link carries one stream per direction: its window grows over the "
+                       "first iterations (too large to simulate here: the closed form is the steady state)")
+    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan)
+    limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes, "hier-ps's streams")
     return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)
 
 
 def tree_flows(dcs: dict, local: dict, g_host, values) -> tuple[list, dict]:
-    """hier-ps's streams for ps.model.lossy_tree: workers to their datacenter's server,
+    """hier-ps's streams for ps.model.simulated_tree: workers to their datacenter's server,
     each server's partial sum to the global server (chunk c once its workers' chunk c is
     in), the sums back (once every datacenter's chunk c is in), and to the workers.
     dcs: worker -> its datacenter index; local: datacenter index -> its server host."""

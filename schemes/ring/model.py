@@ -78,23 +78,26 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
 
 
 # chunk transfers the chain simulation may take (~1 s of CPU); a larger ring keeps the cycles
-CHAIN_BUDGET = 200_000
+CHAIN_BUDGET = 60_000
+CHAIN_CAP = 16
 
 
 def lossy_chain(net, load, hops, payload, steps, compute_s, scenario) -> tuple[float, str] | None:
     """(period, its description) of the ring under random loss, simulated
-    (schemes/model_chain.ring_period, seed 0), or None for a ring beyond CHAIN_BUDGET or a
+    (schemes/model_chain.ring_ends: the run's iterations, the pace measure.py reports,
+    averaged over seeds: model_chain.seeds_for), or None for a ring beyond CHAIN_BUDGET or a
     congestion control the simulation does not have (cubic and reno only)."""
     tcp = M.simulated_tcp(scenario)
-    per_iteration = len(hops) * steps
-    if tcp is None or per_iteration * 8 > CHAIN_BUDGET:
+    k = min(scenario.iterations or CHAIN_CAP, CHAIN_CAP)
+    seeds = ch.seeds_for(scenario.iterations, True, CHAIN_CAP)
+    if tcp is None or len(hops) * steps * k * seeds > CHAIN_BUDGET:
         return None
-    iterations = max(8, min(48, CHAIN_BUDGET // per_iteration))
     links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
              for a, b in hops]
     segments = [math.ceil(payload / M.MSS)] * len(hops)
-    period = ch.ring_period(links, segments, steps, compute_s, tcp, iterations, iterations - 8)
+    period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute_s, tcp, n, seed),
+                          scenario.iterations, lossy=True, cap=CHAIN_CAP)
     worst = max(net.path_loss(a, b) for a, b in hops)
     return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain of "
-                    f"{steps} dependent chunk transfers per iteration, {iterations - 8} iterations "
-                    f"after 8 of warm-up (schemes/model_chain.py)")
+                    f"{steps} dependent chunk transfers per iteration, {ch.run_words(scenario.iterations)}, "
+                    f"{seeds} seeds (schemes/model_chain.py)")
