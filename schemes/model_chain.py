@@ -1,6 +1,6 @@
 """Chunked TCP streams that wait for each other, under random loss: a seeded simulation
 at round-trip granularity (pure; the ring's, ps's and hier-ps's models use it when a path
-loses packets: docs/model.md, "Under random loss").
+loses packets, and hier-ps always: docs/model.md, "Simulated TCP").
 
 Why a simulation: these schemes' streams are not backlogged. A ring hop sends one chunk
 per step and waits for the chunk from the left; a ps pull stream waits for sums, which
@@ -192,7 +192,11 @@ class _Sender:
             # slow start while it is under twice what is in flight, after it once filled
             inflight = n + sum(f[1] for f in self.flight)
             limited = (self.cwnd < 2 * inflight) if self.cwnd < self.ssthresh else inflight >= int(self.cwnd)
-            self.flight.append((end + h.rtt_s, n, bool(lost.any()), start, limited))
+            # the burst's ACKs come back spaced as it was serialized, each freeing room for
+            # a segment sent as it arrives: the next burst may go one round trip after the
+            # first segment (its serialization then spaces it as the ACK clock would)
+            self.flight.append((start + t.seg_wire_bits / h.rate_bps + h.rtt_s, n,
+                                bool(lost.any()), start, limited))
             self.wire_free = self.last_send = end
             now = end
         bounds = np.concatenate([[0], np.cumsum(segments)[:-1]])

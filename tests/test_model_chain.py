@@ -80,8 +80,9 @@ def test_a_lost_segment_before_the_tail_is_found_by_rack():
 def test_a_chunk_larger_than_the_window_takes_round_trips_and_a_loss_cuts_the_window():
     s = ch._Sender(ch.Hop(RTT, D, 1e9, 0.01), tcp(restart=False))
     fast = BITS / 1e9
-    # 30 segments from the initial window of 10: 10, 20 (slow start) -> 2 rounds
-    assert s.send(0.0, 30, Scripted()) == pytest.approx(RTT + 30 * fast + D)
+    # 30 segments from the initial window of 10: 10, then 20 (slow start) sent from the
+    # first ACK on, one round trip after the first segment (the ACK clock spaces them)
+    assert s.send(0.0, 30, Scripted()) == pytest.approx(fast + RTT + 20 * fast + D)
     # window 40 once the last ACKs are in: one burst of 30 with a loss; its ACKs come back
     # before the repair is sent: cut once, x beta
     s.send(10.0, 30, Scripted([4]))
