@@ -81,6 +81,7 @@ class _Sender:
         self.last_send = None
         self.wire_free = 0.0       # the hop's link is busy serializing until then
         self.flight: list = []
+        self.used, self.stamp = 0, 0.0   # cwnd validation: window used since `stamp`
 
     def _restart(self, now: float) -> None:
         if self.flight or not self.tcp.restart_after_idle or self.last_send is None:
@@ -128,6 +129,25 @@ class _Sender:
         friendly = self.w_max * t.beta + 3 * (1 - t.beta) / (1 + t.beta) * el / rtt_k
         # the kernel grows at most by the segments acknowledged (no more than doubling)
         self.cwnd = max(reno, min(max(target, friendly), self.cwnd + acked))
+
+    def _validate(self, now: float, inflight: int, limited: bool) -> None:
+        """Linux's cwnd validation (tcp_cwnd_validate, with slow start after idle on): a
+        sender that has not filled its window for an RTO shrinks it halfway to what it
+        used (tcp_cwnd_application_limited), not below the initial window."""
+        if limited or not self.tcp.restart_after_idle:
+            self.used, self.stamp = 0, now
+            return
+        self.used = max(self.used, inflight)
+        if now - self.stamp >= self.hop.rtt_s + self.tcp.rto_min_s:
+            used = max(self.used, self.tcp.init_cwnd)
+            if used < self.cwnd and not self._in_recovery():
+                self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0,
+                                    0.75 * self.cwnd)
+                self.cwnd = (self.cwnd + used) / 2
+            self.used, self.stamp = 0, now
+
+    def _in_recovery(self) -> bool:
+        return any(f[2] for f in self.flight)
 
     def _acks(self, now: float) -> None:
         keep = []
@@ -197,6 +217,7 @@ class _Sender:
             # first segment (its serialization then spaces it as the ACK clock would)
             self.flight.append((start + t.seg_wire_bits / h.rate_bps + h.rtt_s, n,
                                 bool(lost.any()), start, limited))
+            self._validate(start, inflight, limited)
             self.wire_free = self.last_send = end
             now = end
         bounds = np.concatenate([[0], np.cumsum(segments)[:-1]])
