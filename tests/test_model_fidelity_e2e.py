@@ -97,8 +97,9 @@ def test_measured_time_per_iteration_is_within_the_band_of_the_model(tmp_path, s
 @pytest.mark.parametrize("scheme", ["ring", "ps", "hier-ps"])
 def test_under_random_loss_the_simulated_model_holds(tmp_path, scheme):
     # the point with 1 % loss per WAN direction, reno, 256 KiB gradients: the model
-    # simulates the scheme's TCP streams (schemes/model_chain.py); ring 1.08 s, ps 1.05 s,
-    # hier-ps 0.85 s per iteration
+    # simulates the scheme's TCP streams (schemes/model_chain.py): ring 1.06 s, ps 0.95 s,
+    # hier-ps 0.85 s per iteration; measured (2026-11-25, one run each) 1.16, 1.07, 0.84 s:
+    # 1.09, 1.12, 0.99 x
     (d,) = run_scenario(RunOptions(scenario(scheme, tmp_path, loss_pct=1.0), [], str(tmp_path),
                                    prefix="mf", show_progress=False, timeout_s=240),
                         log=lambda *a, **k: None)
@@ -109,5 +110,6 @@ def test_under_random_loss_the_simulated_model_holds(tmp_path, scheme):
     print(f"{scheme} at 1 % loss: measured {s['metrics']['iteration_period_s']:.3f} s, model "
           f"{m['model_iteration_time_s']:.3f} s, ratio {ratio:.3f}; model terms {m['terms']}")
     assert any(k.startswith(("ring under loss", "streams under loss")) for k in m["terms"])
-    assert s["metrics"]["retransmissions"] > 0
+    le = s["link_emulation"]          # the loss happened: about 1 % of the WAN frames
+    assert 0.005 < le["lost"] / le["submitted"] < 0.02, le
     assert BAND[0] - MARGIN <= ratio <= BAND[1] + MARGIN
