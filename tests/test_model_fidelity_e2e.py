@@ -11,6 +11,10 @@ warm-up). Every model is serialization-bound here (`run.py predict`): ps 0.95 s,
 products, so TCP's per-iteration window dynamics weigh little (docs/model.md says what
 happens at a few BDPs).
 
+The loss point: the same network with 1 % loss per WAN direction, reno (clock-free under
+dilation), 256 KiB gradients, 6 iterations, for the schemes whose model simulates TCP
+under loss (ring, ps, hier-ps: schemes/model_chain.py).
+
 Margin. The band is [0.9, 1.2]; the test allows MARGIN = 0.1 more on each side for this
 shared 2-core machine (iterations of one run vary by about +-10%). It is a fidelity check,
 not a timing benchmark: an implementation with slack (push and pull one after the other,
