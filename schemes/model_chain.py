@@ -76,7 +76,8 @@ class _Sender:
         self.cwnd = float(tcp.init_cwnd)
         self.ssthresh = math.inf
         self.w_max = 0.0
-        self.epoch = None          # cubic: kernel-clock time of the last cut
+        self.epoch = None          # cubic: kernel-clock start of the epoch (_epoch)
+        self.k = self.origin = self.w_start = 0.0
         self.cut_mark = -math.inf  # bursts sent before the last cut do not cut again
         self.last_send = None
         self.wire_free = 0.0       # the hop's link is busy serializing until then
@@ -108,8 +109,13 @@ class _Sender:
             self.w_max = self.cwnd
         self.cwnd = max(2.0, self.cwnd * t.beta)
         self.ssthresh = self.cwnd
-        self.epoch = now * t.clock_scale
+        self._epoch(now, (self.w_max * (1 - t.beta) / CUBIC_C) ** (1 / 3), self.w_max)
         self.cut_mark = now
+
+    def _epoch(self, now: float, k: float, origin: float) -> None:
+        """A cubic epoch from now: W(t) = C (t - k)^3 + origin, t on the kernel's clock;
+        the TCP-friendly estimate starts from the window now."""
+        self.epoch, self.k, self.origin, self.w_start = now * self.tcp.clock_scale, k, origin, self.cwnd
 
     def _grow(self, now: float, acked: int) -> None:
         t = self.tcp
@@ -120,13 +126,12 @@ class _Sender:
         if t.law != "cubic":
             self.cwnd = reno
             return
-        if self.epoch is None:   # a new epoch from here, with no earlier maximum (K = 0)
-            self.epoch, self.w_max = now * t.clock_scale, self.cwnd
+        if self.epoch is None:   # a new epoch from here, with no earlier maximum: K = 0
+            self._epoch(now, 0.0, self.cwnd)
         rtt_k = max(self.hop.rtt_s, MIN_RTT_S) * t.clock_scale
         el = now * t.clock_scale - self.epoch + rtt_k
-        k = (self.w_max * (1 - t.beta) / CUBIC_C) ** (1 / 3)
-        target = CUBIC_C * (el - k) ** 3 + self.w_max
-        friendly = self.w_max * t.beta + 3 * (1 - t.beta) / (1 + t.beta) * el / rtt_k
+        target = CUBIC_C * (el - self.k) ** 3 + self.origin
+        friendly = self.w_start + 3 * (1 - t.beta) / (1 + t.beta) * el / rtt_k
         # the kernel grows at most by the segments acknowledged (no more than doubling)
         self.cwnd = max(reno, min(max(target, friendly), self.cwnd + acked))
 
