@@ -430,6 +430,21 @@ def compute(graph, scenario, workers: list[str] | None = None) -> Compute:
     return Compute(mean, mx, how)
 
 
+def compute_draws(graph, scenario, workers: list[str]):
+    """A function (worker, iteration) -> its compute time in real-world seconds: the very
+    seeded draws the run's workers make (workers/compute_time.py), persistent and
+    transient stragglers included, for the simulations that follow each worker
+    (schemes/model_chain.py)."""
+    spec = scenario.compute_time.model_dump()
+    strag = scenario.stragglers.model_dump()
+    ids = {w: ct.WorkerIdentity(graph.nodes[w]["worker_index"], _host_id(graph, w), graph.nodes[w]["dc"],
+                                graph.nodes[w]["compute_speed"]) for w in workers}
+
+    def draw(w: str, iteration: int) -> float:
+        return ct.compute_sample(spec, strag, ids[w], iteration, scenario.seed).real_ms / 1000
+    return draw
+
+
 def _host_id(graph, w: str) -> str:
     return w[len(graph.graph.get("prefix", "")):]
 

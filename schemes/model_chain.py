@@ -229,19 +229,25 @@ class _Sender:
         return np.maximum.reduceat(seg_done, bounds) if total else ready.astype(float)
 
 
-def ring_ends(hops: list, segments: list, steps: int, compute_s: float, tcp: Tcp,
+def _compute(compute, worker, iteration: int) -> float:
+    """compute: seconds for every worker, or a function (worker, iteration) -> seconds."""
+    return compute(worker, iteration) if callable(compute) else float(compute)
+
+
+def ring_ends(hops: list, segments: list, steps: int, compute, tcp: Tcp,
               iterations: int, seed: int = 0) -> list:
     """When each of `iterations` iterations of a ring of len(hops) workers ends (the last
     worker's result): worker r sends over hops[r] to r+1 a chunk of segments[r] segments
     per step, `steps` steps per iteration, step k+1 after the chunk of step k from the left
-    arrived (and, at an iteration's start, after `compute_s`)."""
+    arrived, and step 0 after its compute (seconds, or a function (r, iteration) ->
+    seconds)."""
     w = len(hops)
     rng = np.random.default_rng(seed)
     senders = [_Sender(h, tcp) for h in hops]
     got = [0.0] * w                     # when worker r has the chunk of the previous step
     ends = []
-    for _ in range(iterations):
-        got = [g + compute_s for g in got]
+    for i in range(iterations):
+        got = [g + _compute(compute, r, i) for r, g in enumerate(got)]
         for _ in range(steps):
             got = [senders[(r - 1) % w].send(got[(r - 1) % w], segments[(r - 1) % w], rng)
                    for r in range(w)]
@@ -304,24 +310,24 @@ class Stream:
     worker: str | None = None
 
 
-def tree_ends(streams: list, results: dict, compute_s: float, tcp: Tcp, iterations: int,
+def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
               seed: int = 0) -> list:
     """When each of `iterations` iterations of a streamed push/pull (ps, hier-ps) ends
     (the last worker's results): `streams` in an order where every stream comes after its
     inputs; results[w] = the indices of the streams whose arrival ends worker w's
-    iteration (its pulls). A worker starts its next push `compute_s` after its results
-    are in."""
+    iteration (its pulls). A worker starts its next push its compute time after its
+    results are in (seconds, or a function (worker, iteration) -> seconds)."""
     rng = np.random.default_rng(seed)
     senders = [_Sender(s.hop, tcp) if s.hop else None for s in streams]
     start = {w: 0.0 for w in results}
     ends = []
-    for _ in range(iterations):
+    for it in range(iterations):
         got = []
         for i, s in enumerate(streams):
             if s.inputs:
                 ready = np.max([got[j] for j in s.inputs], axis=0)
             else:
-                ready = np.full(len(s.segments), start[s.worker] + compute_s)
+                ready = np.full(len(s.segments), start[s.worker] + _compute(compute, s.worker, it))
             seg = np.asarray(s.segments)
             got.append(senders[i].stream(ready, seg, rng) if senders[i] else ready)
         start = {w: float(max(got[j].max() for j in idx)) for w, idx in results.items()}

@@ -195,3 +195,18 @@ def test_mean_pace_takes_one_seed_without_loss():
     seen.clear()
     ch.mean_pace(lambda n, seed: seen.append(seed) or [float(i) for i in range(n)], 5, lossy=True)
     assert seen == list(range(10))          # 4 steady iterations each: 40 in all
+
+
+def test_each_worker_pushes_after_its_own_compute():
+    # a computes 0.1 s behind a 200 ms one-way path, b 0.3 s behind 10 ms; the server sums
+    # both. By hand: the sums come every 0.5 s + two serializations (a's compute and round
+    # trip), not 0.7 s (the slowest compute plus the longest round trip)
+    ser = 5 * BITS / RATE
+    ha, hb = ch.Hop(0.4, 0.2, RATE, 0.0), ch.Hop(0.02, 0.01, RATE, 0.0)
+    streams = [ch.Stream(ha, (5,), (), "a"), ch.Stream(hb, (5,), (), "b"),
+               ch.Stream(ha, (5,), (0, 1)), ch.Stream(hb, (5,), (0, 1))]
+    own = {"a": 0.1, "b": 0.3}
+    period = tree_period(streams, {"a": [2], "b": [3]}, lambda w, i: own[w], tcp(restart=False))
+    assert period == pytest.approx(0.5 + 2 * ser, rel=1e-6)
+    slowest = tree_period(streams, {"a": [2], "b": [3]}, 0.3, tcp(restart=False))
+    assert slowest == pytest.approx(0.7 + 2 * ser, rel=1e-6)

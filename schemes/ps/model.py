@@ -118,7 +118,8 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
     streams = [ch.Stream(ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
                          if a != b else None, segs, tuple(inputs), worker)
                for a, b, segs, inputs, worker in flows]
-    period = ch.mean_pace(lambda n, seed: ch.tree_ends(streams, results, comp.max_s, tcp, n, seed),
+    draw = M.compute_draws(net.g, scenario, list(results))
+    period = ch.mean_pace(lambda n, seed: ch.tree_ends(streams, results, draw, tcp, n, seed),
                           scenario.iterations, lossy, cap=TREE_CAP)
     worst = max(net.path_loss(a, b) for a, b, *_ in flows)
     return period, (f"streams{f' under loss (up to {100 * worst:.3g} % per path)' if lossy else ''}, "

@@ -60,8 +60,9 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
         payload, load.share_bps(a, b), rtt, comp.mean_s + ser[slow] + dly[slow], scenario, notes,
         f"ring hop {a}->{b}", window=min(payload, load.share_bps(a, b) / 8 * rtt))}
     caveats = []
-    if any(net.path_loss(a, b) > 0 for a, b in hops):
-        chain = lossy_chain(net, load, hops, payload, steps, comp.max_s, scenario)
+    lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
+    if lossy:
+        chain = simulated_chain(net, load, hops, payload, steps, scenario)
         if chain is None:
             caveats.append(f"random loss on a ring of {W} workers: too large to simulate "
                            "(schemes/model_chain.py); the cycles above leave out the recovery "
@@ -82,22 +83,27 @@ CHAIN_BUDGET = 60_000
 CHAIN_CAP = 16
 
 
-def lossy_chain(net, load, hops, payload, steps, compute_s, scenario) -> tuple[float, str] | None:
-    """(period, its description) of the ring under random loss, simulated
-    (schemes/model_chain.ring_ends: the run's iterations, the pace measure.py reports,
-    averaged over seeds: model_chain.seeds_for), or None for a ring beyond CHAIN_BUDGET or a
-    congestion control the simulation does not have (cubic and reno only)."""
+def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, str] | None:
+    """(period, its description) of the ring simulated (schemes/model_chain.ring_ends: each
+    worker's own compute draws, the run's iterations, the pace measure.py reports; under
+    loss averaged over seeds: model_chain.seeds_for), or None for a ring beyond
+    CHAIN_BUDGET or a congestion control the simulation does not have (cubic and reno)."""
     tcp = M.simulated_tcp(scenario)
+    lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
     k = min(scenario.iterations or CHAIN_CAP, CHAIN_CAP)
-    seeds = ch.seeds_for(scenario.iterations, True, CHAIN_CAP)
+    seeds = ch.seeds_for(scenario.iterations, lossy, CHAIN_CAP)
     if tcp is None or len(hops) * steps * k * seeds > CHAIN_BUDGET:
         return None
     links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
              for a, b in hops]
     segments = [math.ceil(payload / M.MSS)] * len(hops)
-    period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute_s, tcp, n, seed),
-                          scenario.iterations, lossy=True, cap=CHAIN_CAP)
+    draw = M.compute_draws(net.g, scenario, [a for a, _ in hops])
+    compute = lambda r, i: draw(hops[r][0], i)     # each worker's own draws, as the run's
+    period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute, tcp, n, seed),
+                          scenario.iterations, lossy, cap=CHAIN_CAP)
     worst = max(net.path_loss(a, b) for a, b in hops)
-    return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain of "
-                    f"{steps} dependent chunk transfers per iteration, {ch.run_words(scenario.iterations)}, "
-                    f"{seeds} seeds (schemes/model_chain.py)")
+    what = (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law})" if lossy
+            else "ring with each worker's own compute")
+    return period, (f"{what}: simulated chain of {steps} dependent chunk transfers per iteration, "
+                    f"{ch.run_words(scenario.iterations)}" + (f", {seeds} seeds" if lossy else "")
+                    + " (schemes/model_chain.py)")
