@@ -58,7 +58,7 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
     rtt = net.rtt(a, b)
     add = {"slow start after idle": M.tcp_idle_term(
         payload, load.share_bps(a, b), rtt, comp.mean_s + ser[slow] + dly[slow], scenario, notes,
-        f"ring hop {a}->{b}", window=min(payload, load.share_bps(a, b) / 8 * rtt))}
+        f"ring hop {a}->{b}", window=min(2 * payload, load.share_bps(a, b) / 8 * rtt))}
     caveats = []
     lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
     if lossy:
