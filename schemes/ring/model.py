@@ -78,8 +78,9 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
                       caveats)
 
 
-# chunk transfers the chain simulation may take (~1 s of CPU); a larger ring keeps the cycles
-CHAIN_BUDGET = 60_000
+# segments the chain simulation may send over its iterations and seeds (~1.5 s of CPU); a
+# larger ring, or larger chunks, keep the cycles
+CHAIN_BUDGET = 2_000_000
 CHAIN_CAP = 16
 
 
@@ -92,11 +93,11 @@ def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, s
     lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
     k = min(scenario.iterations or CHAIN_CAP, CHAIN_CAP)
     seeds = ch.seeds_for(scenario.iterations, lossy, CHAIN_CAP)
-    if tcp is None or len(hops) * steps * k * seeds > CHAIN_BUDGET:
+    segments = [math.ceil(payload / M.MSS)] * len(hops)
+    if tcp is None or sum(segments) * steps * k * seeds > CHAIN_BUDGET:
         return None
     links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
              for a, b in hops]
-    segments = [math.ceil(payload / M.MSS)] * len(hops)
     draw = M.compute_draws(net.g, scenario, [a for a, _ in hops])
     compute = lambda r, i: draw(hops[r][0], i)     # each worker's own draws, as the run's
     period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute, tcp, n, seed),
