@@ -349,6 +349,10 @@ def slow_start_extra(payload: float, rate_bps: float, rtt: float, cwnd0: float) 
     return max(0.0, t - payload / r)
 
 
+# a graph attribute: predict with the closed forms only (schemes/model_schedule.py's steps)
+CLOSED_FORM_ONLY = "model_closed_form_only"
+
+
 def simulated_tcp(scenario):
     """The kernel TCP of the scenario as schemes/model_chain simulates it, or None for a
     congestion control it does not have (cubic and reno only)."""

@@ -137,6 +137,9 @@ def predict_at(scheme: str, graph, scenario, rates: Mapping[str, float], options
                step: Step | None = None) -> StepPrediction:
     """The scheme's model with the WAN edges at `rates` (the others as configured)."""
     g = at_rates(graph, rates)
+    # a step's steady state at its rates: the closed forms, not the simulated TCP of a run's
+    # first iterations (and a schedule has hundreds of steps)
+    g.graph[M.CLOSED_FORM_ONLY] = True
     p = M.predict(scheme, g, scenario, options)
     p.notes.append("bandwidth schedule: this step's rates "
                    + ", ".join(f"{k} {v:g} Mbps" for k, v in sorted(rates.items())))

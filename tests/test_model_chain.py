@@ -10,6 +10,7 @@ import pytest
 from schemes import model as M
 from schemes import model_chain as ch
 from tests.test_model import predict, scn
+from topologies.graph import build_graph
 
 BITS = 8 * (M.MSS + M.SEG_OVERHEAD)
 
@@ -138,7 +139,7 @@ def test_a_ring_too_large_to_simulate_keeps_the_cycles_and_says_so(monkeypatch):
     monkeypatch.setattr(rm, "CHAIN_BUDGET", 10)
     p = predict(scn("ring", 2, 2, mbps=20, delay=20, loss=1.0))
     assert any(k.startswith("ring cycle") for k in p.limits)
-    assert any("too large to simulate" in c for c in p.caveats)
+    assert any("not simulated (too large" in c for c in p.caveats)
 
 
 def test_a_pull_chunk_waits_for_the_slowest_push_of_it():
@@ -210,3 +211,23 @@ def test_each_worker_pushes_after_its_own_compute():
     assert period == pytest.approx(0.5 + 2 * ser, rel=1e-6)
     slowest = tree_period(streams, {"a": [2], "b": [3]}, 0.3, tcp(restart=False))
     assert slowest == pytest.approx(0.7 + 2 * ser, rel=1e-6)
+
+
+def test_a_schedule_step_takes_the_closed_forms():
+    from schemes import model_schedule as MS
+    sc = scn("ring", 2, 2, mbps=20, delay=20, loss=1.0)
+    step = MS.predict_at("ring", build_graph(sc), sc, {})
+    assert not any("simulated" in k for k in step.prediction.terms)
+    assert any("not simulated" in c for c in step.prediction.caveats)
+    sc = scn("hier-ps", 3, 2, mbps=20, delay=20)
+    assert not any("simulated" in k for k in MS.predict_at("hier-ps", build_graph(sc), sc, {}).prediction.terms)
+
+
+def test_a_large_gradient_falls_back_to_the_closed_form():
+    # the budget counts segments, not chunk transfers: 1 GB in 6 steps of 4 chunks is far
+    # beyond it (it once ran the simulation for minutes)
+    sc = scn("ring", 2, 2, mbps=20, delay=20, loss=1.0)
+    sc.workload.parameters = 250_000_000
+    p = predict(sc)
+    assert any("not simulated (too large" in c for c in p.caveats)
+    assert not any("simulated" in k for k in p.terms)

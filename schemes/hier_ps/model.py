@@ -8,7 +8,7 @@ from schemes import model as M
 from schemes.hier_ps.options import HierPsOptions
 from schemes.hier_ps.plan import plan
 from schemes import model_chain as ch
-from schemes.ps.model import simulated_tree, tcp_tree_terms, with_simulation
+from schemes.ps.model import simulated_tree, tcp_tree_terms, tree_fits, with_simulation
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
 
 
@@ -41,11 +41,12 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
     add["propagation (tree depth: longest worker-local server round trip)"] = \
         max((net.rtt(a, b) for a, b, _ in lan), default=0.0) if wan else 0.0
     dcs = {w: graph.nodes[w]["dc_index"] for w in pl.workers}
-    sim = simulated_tree(net, load, *tree_flows(dcs, local, g_host, M.parameters(scenario)), comp, scenario)
+    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan)
+    sim = simulated_tree(net, load, *tree_flows(dcs, local, g_host, M.parameters(scenario)), comp,
+                         scenario) if tree_fits(net, lan + wan, scenario, lossy) else None
     if sim is None:
         caveats.append("each WAN link carries one stream per direction: its window grows over the "
                        "first iterations (too large to simulate here: the closed form is the steady state)")
-    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan)
     limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes, "hier-ps's streams")
     return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)

@@ -98,6 +98,17 @@ TREE_BUDGET = 1_500_000
 TREE_CAP = 16
 
 
+def tree_fits(net, flows, scenario, lossy: bool) -> bool:
+    """Whether simulated_tree would simulate these streams ((a, b, payload bytes) as the
+    closed form has them), decided before building them: the budget in segments, and not
+    for a graph marked closed-form only (a bandwidth schedule's steps)."""
+    if net.g.graph.get(M.CLOSED_FORM_ONLY):
+        return False
+    k = min(scenario.iterations or TREE_CAP, TREE_CAP)
+    segs = sum(p for a, b, p in flows if a != b) / M.MSS
+    return segs * k * ch.seeds_for(scenario.iterations, lossy, TREE_CAP) <= TREE_BUDGET
+
+
 def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, str] | None:
     """(period, its description) of a streamed push/pull, simulated
     (schemes/model_chain.tree_ends: the run's iterations, the pace measure.py reports):
@@ -138,9 +149,10 @@ def with_simulation(limits: dict, add: dict, sim, comp, lossy: bool, caveats: li
     replaces them. None (not simulated): the closed form, with a caveat under loss."""
     if sim is None:
         if lossy:
-            caveats.append(f"random loss on {what}: not simulated (too large, or a congestion "
-                           "control schemes/model_chain.py does not have); the response function "
-                           "of a backlogged stream leaves out recovery rounds and restarts")
+            caveats.append(f"random loss on {what}: not simulated (too large, a congestion "
+                           "control schemes/model_chain.py does not have, or a schedule step's "
+                           "closed form); the response function of a backlogged stream leaves "
+                           "out recovery rounds and restarts")
         return limits, add
     period, why = sim
     comm = max(0.0, period - comp.max_s)
@@ -182,8 +194,8 @@ def predict(graph, scenario, o: PsOptions) -> M.Prediction:
     # unfairness between streams sharing a queue, which the simulation does not have either
     # (docs/model.md); under loss the simulation replaces it
     if any(net.path_loss(a, b) > 0 for a, b, _ in flows):
-        sim = None if blocks else simulated_tree(net, load, *tree_flows(pl.workers, servers, values),
-                                                 comp, scenario)
+        sim = None if blocks or not tree_fits(net, flows, scenario, True) else \
+            simulated_tree(net, load, *tree_flows(pl.workers, servers, values), comp, scenario)
         limits, add = with_simulation(limits, add, sim, comp, True, caveats, notes,
                                       "a parameter server's streams")
     return M.assemble("ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph), caveats)

@@ -64,8 +64,9 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
     if lossy:
         chain = simulated_chain(net, load, hops, payload, steps, scenario)
         if chain is None:
-            caveats.append(f"random loss on a ring of {W} workers: too large to simulate "
-                           "(schemes/model_chain.py); the cycles above leave out the recovery "
+            caveats.append(f"random loss on a ring of {W} workers, not simulated (too large, a "
+                           "congestion control schemes/model_chain.py does not have, or a "
+                           "schedule step's closed form): the cycles above leave out the recovery "
                            "rounds and restarts of its non-backlogged hops and underestimate")
         else:
             period, why = chain
@@ -90,6 +91,8 @@ def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, s
     loss averaged over seeds: model_chain.seeds_for), or None for a ring beyond
     CHAIN_BUDGET or a congestion control the simulation does not have (cubic and reno)."""
     tcp = M.simulated_tcp(scenario)
+    if net.g.graph.get(M.CLOSED_FORM_ONLY):
+        return None
     lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
     k = min(scenario.iterations or CHAIN_CAP, CHAIN_CAP)
     seeds = ch.seeds_for(scenario.iterations, lossy, CHAIN_CAP)
