@@ -417,8 +417,7 @@ def compute(graph, scenario, workers: list[str] | None = None) -> Compute:
     workers = workers or hosts(graph)
     spec = scenario.compute_time.model_dump()
     strag = scenario.stragglers.model_dump()
-    ids = [ct.WorkerIdentity(graph.nodes[w]["worker_index"], _host_id(graph, w), graph.nodes[w]["dc"],
-                             graph.nodes[w]["compute_speed"]) for w in workers]
+    ids = [_identity(graph, w) for w in workers]
     if spec.get("model", "constant") == "constant" and not strag.get("transient"):
         times = [ct.compute_sample(spec, strag, i, 1, scenario.seed).real_ms / 1000 for i in ids]
         return Compute(sum(times) / len(times), max(times), "exact (constant model)")
@@ -441,12 +440,17 @@ def compute_draws(graph, scenario, workers: list[str]):
     (schemes/model_chain.py)."""
     spec = scenario.compute_time.model_dump()
     strag = scenario.stragglers.model_dump()
-    ids = {w: ct.WorkerIdentity(graph.nodes[w]["worker_index"], _host_id(graph, w), graph.nodes[w]["dc"],
-                                graph.nodes[w]["compute_speed"]) for w in workers}
+    ids = {w: _identity(graph, w) for w in workers}
 
     def draw(w: str, iteration: int) -> float:
         return ct.compute_sample(spec, strag, ids[w], iteration, scenario.seed).real_ms / 1000
     return draw
+
+
+def _identity(graph, w: str) -> ct.WorkerIdentity:
+    """Worker w as workers/compute_time.py draws for it."""
+    n = graph.nodes[w]
+    return ct.WorkerIdentity(n["worker_index"], _host_id(graph, w), n["dc"], n["compute_speed"])
 
 
 def _host_id(graph, w: str) -> str:

@@ -46,7 +46,8 @@ def predict(graph, scenario, o: HierPsOptions) -> M.Prediction:
                          scenario) if tree_fits(net, lan + wan, scenario, lossy) else None
     if sim is None:
         caveats.append("each WAN link carries one stream per direction: its window grows over the "
-                       "first iterations (too large to simulate here: the closed form is the steady state)")
+                       "first iterations (not simulated here, too large or a schedule step: the closed form "
+                       "is the steady state)")
     limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes, "hier-ps's streams")
     return M.assemble("hier-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)

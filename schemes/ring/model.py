@@ -86,28 +86,25 @@ CHAIN_CAP = 16
 
 
 def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, str] | None:
-    """(period, its description) of the ring simulated (schemes/model_chain.ring_ends: each
-    worker's own compute draws, the run's iterations, the pace measure.py reports; under
-    loss averaged over seeds: model_chain.seeds_for), or None for a ring beyond
-    CHAIN_BUDGET or a congestion control the simulation does not have (cubic and reno)."""
+    """(period, its description) of the ring under random loss, simulated
+    (schemes/model_chain.ring_ends: each worker's own compute draws, the run's iterations,
+    the pace measure.py reports, averaged over seeds: model_chain.seeds_for), or None for a
+    ring beyond CHAIN_BUDGET, a congestion control the simulation does not have (cubic and
+    reno) or a graph marked closed-form only (a schedule step)."""
     tcp = M.simulated_tcp(scenario)
-    if net.g.graph.get(M.CLOSED_FORM_ONLY):
-        return None
-    lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
     k = min(scenario.iterations or CHAIN_CAP, CHAIN_CAP)
-    seeds = ch.seeds_for(scenario.iterations, lossy, CHAIN_CAP)
+    seeds = ch.seeds_for(scenario.iterations, True, CHAIN_CAP)
     segments = [math.ceil(payload / M.MSS)] * len(hops)
-    if tcp is None or sum(segments) * steps * k * seeds > CHAIN_BUDGET:
+    if (tcp is None or net.g.graph.get(M.CLOSED_FORM_ONLY)
+            or sum(segments) * steps * k * seeds > CHAIN_BUDGET):
         return None
     links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
              for a, b in hops]
     draw = M.compute_draws(net.g, scenario, [a for a, _ in hops])
     compute = lambda r, i: draw(hops[r][0], i)     # each worker's own draws, as the run's
     period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute, tcp, n, seed),
-                          scenario.iterations, lossy, cap=CHAIN_CAP)
+                          scenario.iterations, True, cap=CHAIN_CAP)
     worst = max(net.path_loss(a, b) for a, b in hops)
-    what = (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law})" if lossy
-            else "ring with each worker's own compute")
-    return period, (f"{what}: simulated chain of {steps} dependent chunk transfers per iteration, "
-                    f"{ch.run_words(scenario.iterations)}" + (f", {seeds} seeds" if lossy else "")
-                    + " (schemes/model_chain.py)")
+    return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain "
+                    f"of {steps} dependent chunk transfers per iteration, "
+                    f"{ch.run_words(scenario.iterations)}, {seeds} seeds (schemes/model_chain.py)")
