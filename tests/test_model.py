@@ -243,6 +243,12 @@ def test_ina_models_name_spurious_timeouts_behind_a_strong_straggler():
     mild = predict(scn("geo-ina", per_dc=2, compute="{model: constant, value_ms: 200}",
                        extra=strag.replace("factor: 4", "factor: 1.5")))
     assert not [c for c in mild.caveats if c.startswith("stragglers")]
+    # the workers' timeout is SRTT + rto_margin_ms: auto (100 ms here) 0.2 s, a user's 500 ms
+    # 0.6 s, longer than the root holds the chunks: no spurious timeouts to name
+    assert "about 0.200 s on the" in c
+    patient = predict(scn("geo-ina", per_dc=2, compute="{model: constant, value_ms: 200}",
+                          extra=strag + "\nscheme_options: {rto_margin_ms: 500}"))
+    assert not [c for c in patient.caveats if c.startswith("stragglers")]
 
 
 def test_bandwidth_step_halves_the_serialization_term():

@@ -18,9 +18,13 @@ from workers.congestion import cubic_c
 
 
 
-# A worker's timeout is at least SRTT + half the longest round trip (rto_margin_ms auto):
-# about 1.5 round trips on a steady stream (docs/ina.md)
-RTO_RTTS = 1.5
+def worker_timeout_s(t: InaTransportOptions, rtt: float, scenario) -> float:
+    """A worker's retransmission timeout on a steady stream, real-world seconds: at least
+    SRTT + rto_margin_ms (auto: half the longest round trip, at least 100 ms) and at least
+    min_rto_ms; the options are emulated ms, so / s (docs/ina.md)."""
+    s = scenario.time_dilation
+    margin = max(0.1 / s, 0.5 * rtt) if t.rto_margin_ms == "auto" else float(t.rto_margin_ms) / 1000 / s
+    return max(rtt + margin, t.min_rto_ms / 1000 / s)
 
 
 def model_for(shape: str):
@@ -144,9 +148,10 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     tree, chunks, rtt = max(windows, key=lambda t: t[2])
     caveats = []
     held = comp.max_s - comp.mean_s     # how long the root holds the others' chunks
-    if held > RTO_RTTS * rtt:
+    timeout = worker_timeout_s(t, rtt, scenario)
+    if held > timeout:
         caveats.append(f"stragglers: the slowest worker computes {held:.2f} s longer than the mean, "
-                       f"more than the workers' retransmission timeout (about {RTO_RTTS:g} x the "
+                       f"more than the workers' retransmission timeout (about {timeout:.3f} s on the "
                        f"{rtt:.3f} s round trip): the others' timers fire on chunks the root holds "
                        "for it (spurious re-sends and window cuts, not in the model)")
     if p_fix > 0:
