@@ -117,15 +117,13 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
     iterations and, under loss, every lost segment's recovery holds the sums that wait for
     it; a backlogged stream's closed form has none of it. flows: (a, b, segments per
     chunk, input flow indices, worker) in dependency order; results: worker -> the flows
-    that bring its sums. None when the tree is too large or the congestion control is not
-    simulated."""
+    that bring its sums; the caller checks its size first (tree_fits). None when the
+    congestion control is not simulated."""
     tcp = M.simulated_tcp(scenario)
-    lossy = any(net.path_loss(a, b) > 0 for a, b, *_ in flows)
-    k = min(scenario.iterations or TREE_CAP, TREE_CAP)
-    seeds = ch.seeds_for(scenario.iterations, lossy, TREE_CAP)
-    work = sum(sum(f[2]) for f in flows if f[0] != f[1]) * k * seeds
-    if tcp is None or work > TREE_BUDGET:
+    if tcp is None:
         return None
+    lossy = any(net.path_loss(a, b) > 0 for a, b, *_ in flows)
+    seeds = ch.seeds_for(scenario.iterations, lossy, TREE_CAP)
     streams = [ch.Stream(ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
                          if a != b else None, segs, tuple(inputs), worker)
                for a, b, segs, inputs, worker in flows]
