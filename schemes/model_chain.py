@@ -84,15 +84,23 @@ class _Sender:
         self.flight: list = []
         self.used, self.stamp = 0, 0.0   # cwnd validation: window used since `stamp`
 
+    def _rto(self) -> float:
+        """Linux's RTO on a steady path: SRTT + rto_min (RTTVAR ~ 0)."""
+        return self.hop.rtt_s + self.tcp.rto_min_s
+
+    def _keep_ssthresh(self) -> None:
+        """tcp_current_ssthresh before the window shrinks: at least 3/4 of the window."""
+        self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0, 0.75 * self.cwnd)
+
     def _restart(self, now: float) -> None:
         if self.flight or not self.tcp.restart_after_idle or self.last_send is None:
             return
-        rto = self.hop.rtt_s + self.tcp.rto_min_s
+        rto = self._rto()
         idle = now - self.last_send
         if idle <= rto:
             return
         floor = min(float(self.tcp.init_cwnd), self.cwnd)
-        self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0, 0.75 * self.cwnd)
+        self._keep_ssthresh()
         c = self.cwnd
         while idle > rto and c > floor:
             c /= 2
@@ -143,11 +151,10 @@ class _Sender:
             self.used, self.stamp = 0, now
             return
         self.used = max(self.used, inflight)
-        if now - self.stamp >= self.hop.rtt_s + self.tcp.rto_min_s:
+        if now - self.stamp >= self._rto():
             used = max(self.used, self.tcp.init_cwnd)
             if used < self.cwnd and not self._in_recovery():
-                self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0,
-                                    0.75 * self.cwnd)
+                self._keep_ssthresh()
                 self.cwnd = (self.cwnd + used) / 2
             self.used, self.stamp = 0, now
 
