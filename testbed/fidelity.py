@@ -43,7 +43,8 @@ def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
     warnings = []
     if ratio is not None and not BAND[0] <= ratio <= BAND[1]:
         name, secs = p.largest_term()
-        found = suspects(ratio, p.caveats, metrics or {}, configured_loss(scn))
+        found = suspects(ratio, p.caveats, metrics or {}, configured_loss(scn),
+                         queued=any(QUEUES_SIMULATED in t for t in p.terms))
         warnings.append(f"measured {ratio:.2f}x the model ({measured:.3f} s vs {p.iteration_s:.3f} s "
                         f"per iteration, band {BAND[0]}-{BAND[1]}); largest term: {name} "
                         f"({secs:.3f} s)" + "".join(f"; suspect: {x}" for x in found))
@@ -56,19 +57,25 @@ def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
 CONGESTION_LOSS = 0.001
 
 
-def suspects(ratio: float, caveats: list, metrics: dict, loss: float) -> list[str]:
+# what a model term that simulated the links' queues says of itself (schemes/ps/model.py)
+QUEUES_SIMULATED = "drop-tail queues"
+
+
+def suspects(ratio: float, caveats: list, metrics: dict, loss: float, queued: bool = False) -> list[str]:
     """What to suspect when a run is outside the band, from the run's own evidence first.
-    Slower than the model: loss the scenario did not configure (the model has no congestion
-    loss: a queue overflowed and TCP recovered), then the model's caveats (what it leaves
-    out). Faster: the model over-estimates its largest term (the warning names it)."""
+    Slower than the model: loss the scenario did not configure (a queue overflowed and TCP
+    recovered: not in the model unless it simulated the links' queues, `queued`), then the
+    model's caveats (what it leaves out). Faster: the model over-estimates its largest term
+    (the warning names it)."""
     if ratio < BAND[0]:
         return ["the model over-estimates (its largest term above is the first to check)"]
     out = []
     rate, n = metrics.get("retransmission_rate"), metrics.get("retransmissions")
     if rate is not None and rate > 2 * loss + CONGESTION_LOSS:
         out.append(f"loss recovery: {n} segment(s) retransmitted ({100 * rate:.2f}% of those sent) "
-                   f"against {100 * loss:g}% configured loss: a queue overflowed (congestion loss "
-                   f"is not in the model)")
+                   f"against {100 * loss:g}% configured loss: a queue overflowed ("
+                   + ("the model simulated the queues; more loss than it had" if queued
+                      else "congestion loss is not in the model") + ")")
     return out + list(caveats)
 
 

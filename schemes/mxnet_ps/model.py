@@ -7,9 +7,10 @@ part) sized by that part."""
 from __future__ import annotations
 
 from schemes import model as M
+from schemes import model_chain as ch
 from schemes.mxnet_ps.options import MxnetPsOptions
 from schemes.mxnet_ps.plan import plan
-from schemes.ps.model import tcp_tree_terms
+from schemes.ps.model import simulated_tree, tcp_tree_terms, tree_fits, with_simulation
 from workers.framing import DEFAULT_CHUNK_VALUES, HEADER
 
 
@@ -30,8 +31,32 @@ def predict(graph, scenario, o: MxnetPsOptions) -> M.Prediction:
     limits = M.tcp_limits(load, flows, scenario)
     chunk = 4 * DEFAULT_CHUNK_VALUES + HEADER.size
     add = tcp_tree_terms(net, load, flows, comp, scenario, chunk, notes, caveats)
+    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in flows)
+    sim = simulated_tree(net, load, *tree_flows(pl.workers, pl.info["parts"]), comp, scenario) \
+        if tree_fits(net, flows, scenario, lossy) else None
+    limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes, "mxnet-ps's streams")
     where = (f"split over {len(pl.info['parts'])} servers" if pl.info["split"] else
              "whole on the first datacenter's server (below bigarray_bound)")
     notes.append(f"placement: MXNet's default, the tensor {where}")
     return M.assemble("mxnet-ps", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)
+
+
+def tree_flows(workers, parts) -> tuple[list, dict]:
+    """mxnet-ps's streams for ps.model.simulated_tree, in ps's order (ps.model.tree_flows):
+    every worker's push of each part to the server holding it, then each server's pull of
+    the part's sum to every worker (chunk c of it after chunk c of every push of the part)."""
+    segs = {host: ch.chunk_segments(hi - lo, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
+            for host, lo, hi in parts}
+    flows, push = [], {}
+    for w in workers:
+        for host in segs:
+            push[(w, host)] = len(flows)
+            flows.append((w, host, segs[host], (), w))
+    results = {w: [] for w in workers}
+    for host in segs:
+        ins = tuple(push[(w, host)] for w in workers)
+        for w in workers:
+            results[w].append(len(flows))
+            flows.append((host, w, segs[host], ins, None))
+    return flows, results

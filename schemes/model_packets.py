@@ -1,0 +1,460 @@
+"""TCP streams that wait for each other, simulated segment by segment over shared
+drop-tail queues, both directions, ACKs included (pure, seeded; docs/model.md, "Shared
+queues").
+
+Why, beside schemes/model_chain.py: that simulation gives each stream a fixed share of its
+path and no queue, so streams never meet. On the WAN they do: ps's four push streams of a
+remote datacenter share one drop-tail queue, and the pull streams of the other direction
+fill the queue the pushes' ACKs wait in. Measured at bench schemes' point (3 DCs x 4, 1 MB,
+50 Mbps, no loss configured): when the pulls start, the push direction's rate falls to
+nothing for about a round trip and then to 1.7-3.2 of its 5 emulated Mbps (its ACKs wait
+behind a queue of pull data, so its window covers a longer round trip), and 1.5 % of the
+segments are lost at queues that overflow. Two-way traffic over drop-tail queues is the
+classic effect of Zhang, Shenker and Clark (SIGCOMM 1991): ACK compression and a round trip
+that grows by the other direction's queue.
+
+What is simulated: every link direction on the streams' paths is a FIFO at its rate with
+the byte limit the emulation gives it (topologies.linkemu.queue_bytes, queue_bdp), then its
+delay and its random loss (the datacenter links too: without their rate, a server's partial
+sums left at once and overflowed the WAN queue, where the emulation feeds them at the LAN's
+pace). Each stream is a Linux-like TCP sender and receiver:
+the window, slow start, cubic or reno growth, slow start after idle and cwnd validation of
+model_chain._Sender (the same code); delayed ACKs (one per two segments, at once on a hole);
+RACK loss detection (a segment sent before one that was delivered is lost once three later
+segments are in, or a quarter of the minimum round trip after); one window cut per
+recovery; the tail loss probe (2 SRTT) and the RTO (SRTT + max(4 RTTVAR, rto_min)); cubic's
+HyStart delay exit. Left out: PRR's pacing of the recovery (the window is cut at once),
+SACK blocks' limits, the receive window (the kernel's autotuning lets it grow far beyond
+these windows), the hosts' NIC queues."""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from schemes.model_chain import Hop, Tcp, _Sender, _compute
+from schemes.model_chain import pace as chain_pace
+
+ACK_WIRE_BITS = 8 * 66        # a pure ACK on the wire (schemes.model.ACK_FRAME)
+DUP_THRESH = 3                # RACK: a hole with this many segments delivered after it is a loss
+HYSTART_LOW = 16              # HyStart acts from this window (segments; Linux's hystart_low_window)
+HYSTART_SAMPLES = 8           # RTT samples per round HyStart takes its minimum of
+HYSTART_MIN_S, HYSTART_MAX_S = 0.004, 0.016   # its delay threshold clamp, kernel seconds
+DELACK_S = 0.040              # the delayed-ACK timer, kernel seconds (TCP_DELACK_MIN)
+TLP_MIN_S = 0.002             # the probe timer's floor, kernel seconds (TCP_TIMEOUT_MIN)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One direction of a link whose queue is simulated: rate (bits / s), one-way delay
+    (s), byte limit of its drop-tail queue, probability a packet is lost after it."""
+    rate_bps: float
+    delay_s: float
+    limit_bytes: float
+    loss: float
+
+
+@dataclass(frozen=True)
+class PStream:
+    """One TCP stream: its data path and its ACKs' path (tuples of queue indices), its
+    base round trip; per iteration chunk c of it (segments[c] segments) goes once chunk c
+    of every stream in `inputs` arrived, or (no inputs) once `worker` has computed. data
+    None: sender and receiver share a host."""
+    data: tuple | None
+    acks: tuple | None
+    rtt_s: float
+    segments: tuple
+    inputs: tuple = ()
+    worker: str | None = None
+
+
+class _Flow(_Sender):
+    """A stream's sender and receiver. Segment states: 0 not sent, 1 in flight, 2 marked
+    lost (waiting to go again), 3 delivered."""
+
+    def __init__(self, s: PStream, tcp: Tcp, loss: float):
+        super().__init__(Hop(s.rtt_s, s.rtt_s / 2, math.inf, loss), tcp)
+        self.s = s
+        self.state: list = []
+        self.sent_at: list = []
+        self.sends: list = []          # transmissions of each segment
+        self.order: deque = deque()    # (time sent, segment) in the order sent
+        self.retx: deque = deque()     # segments marked lost, to send again
+        self.avail = self.nxt = self.out = 0
+        self.una = 0                   # the first segment not yet delivered
+        self.recovery_end = -1         # in recovery until every segment below this is in
+        self.srtt, self.rttvar = s.rtt_s, s.rtt_s / 2
+        self.rack_ts, self.rack_seg, self.rack_rtt = -math.inf, -1, s.rtt_s
+        self.backoff = 1
+        self.deadline, self.probed = math.inf, False
+        self.round_end, self.round_min, self.round_n = 0, math.inf, 0
+        self.limited = False
+        # receiver
+        self.got: list = []
+        self.rcv_nxt = 0
+        self.high_rcv = -1
+        self.unacked: list = []        # segments arrived since the last ACK
+        self.delack_at = math.inf
+        self.chunk_ends: list = []     # cumulative segments at the end of each chunk
+        self.done = 0                  # chunks the receiver has whole
+
+    def _in_recovery(self) -> bool:
+        return self.recovery_end >= 0
+
+    def add(self, n: int) -> None:
+        """The application wrote n more segments."""
+        self.avail += n
+        grow = self.avail - len(self.state)
+        if grow > 0:
+            self.state += [0] * grow
+            self.sent_at += [0.0] * grow
+            self.sends += [0] * grow
+            self.got += [False] * grow
+
+    def _rto(self) -> float:
+        """Linux's RTO from the smoothed round trip and its variation (what the restart
+        after idle and cwnd validation compare with)."""
+        return self.srtt + max(4 * self.rttvar, self.tcp.rto_min_s)
+
+    def rto(self) -> float:
+        return self.backoff * self._rto()
+
+
+class Sim:
+    """The event loop: streams (in an order where each comes after its inputs), queues,
+    results[w] = indices of the streams whose arrival ends worker w's iteration."""
+
+    def __init__(self, streams: list, queues: list, results: dict, compute, tcp: Tcp,
+                 iterations: int, seed: int = 0):
+        self.streams, self.queues, self.results = streams, queues, results
+        self.compute, self.tcp, self.iterations = compute, tcp, iterations
+        self.rng = np.random.default_rng(seed)
+        self.free = [0.0] * len(queues)      # each queue's link is busy until then
+        self.links = ([q.rate_bps for q in queues], [8 * q.limit_bytes for q in queues],
+                      [q.delay_s for q in queues], [q.loss for q in queues])
+        loss = [1 - math.prod(1 - queues[i].loss for i in (s.data or ()))
+                for s in streams]
+        self.flows = [_Flow(s, tcp, p) for s, p in zip(streams, loss)]
+        self.per_it = [sum(s.segments) for s in streams]
+        self.dependents = {i: [] for i in range(len(streams))}
+        for j, s in enumerate(streams):
+            for i in s.inputs:
+                self.dependents[i].append(j)
+        self.released = [0] * len(streams)   # chunks handed to each sender
+        self.finished = {w: 0 for w in results}
+        self.ends = [0.0] * iterations
+        self.worker_ends = {w: [] for w in results}   # when each worker's iterations end
+        self.heap: list = []
+        self.n = 0
+
+    # ------------------------------------------------------------ the loop
+    def at(self, t: float, fn, *args) -> None:
+        self.n += 1
+        heapq.heappush(self.heap, (t, self.n, fn, args))
+
+    def run(self) -> list:
+        for w in self.results:
+            self.at(_compute(self.compute, w, 0), self.start_push, w, 0)
+        while self.heap:
+            t, _, fn, args = heapq.heappop(self.heap)
+            fn(t, *args)
+        return self.ends
+
+    # ------------------------------------------------------------ chunks and iterations
+    def start_push(self, t: float, w, it: int) -> None:
+        for j, s in enumerate(self.streams):
+            if not s.inputs and s.worker == w:
+                for c in range(len(s.segments)):
+                    self.release(t, j, it * len(s.segments) + c)
+
+    def release(self, t: float, j: int, chunk: int) -> None:
+        """Chunk `chunk` (counted over iterations) of stream j may go."""
+        s, f = self.streams[j], self.flows[j]
+        n = s.segments[chunk % len(s.segments)]
+        self.released[j] = chunk + 1
+        end = (f.chunk_ends[-1] if f.chunk_ends else 0) + n
+        f.chunk_ends.append(end)
+        if s.data is None:             # same host: there at once
+            f.add(n)
+            f.rcv_nxt = end
+            self.chunk_in(t, j)
+            return
+        f.add(n)
+        self.send(t, j)
+
+    def chunk_in(self, t: float, j: int) -> None:
+        f = self.flows[j]
+        while f.done < len(f.chunk_ends) and f.rcv_nxt >= f.chunk_ends[f.done]:
+            f.done += 1
+            for d in self.dependents[j]:
+                ready = min(self.flows[i].done for i in self.streams[d].inputs)
+                while self.released[d] < ready:
+                    self.release(t, d, self.released[d])
+        for w, idx in self.results.items():
+            if j not in idx:
+                continue
+            it = self.finished[w]
+            while it < self.iterations and all(
+                    self.flows[i].done >= (it + 1) * len(self.streams[i].segments) for i in idx):
+                self.ends[it] = max(self.ends[it], t)
+                self.worker_ends[w].append(t)
+                it += 1
+                if it < self.iterations:
+                    self.at(t + _compute(self.compute, w, it), self.start_push, w, it)
+            self.finished[w] = it
+
+    # ------------------------------------------------------------ the network
+    def travel(self, t: float, path: tuple, k: int, bits: float, deliver, args) -> None:
+        """A packet reaches queue k of its path (or, past the last, its end) at time t."""
+        if k < len(path):
+            self.at(t, self.enqueue, path, k, bits, deliver, args)
+        else:
+            self.at(t, deliver, *args)
+
+    def enqueue(self, t: float, path: tuple, k: int, bits: float, deliver, args) -> None:
+        heap, free, rate, limit, delay, loss = self.heap, self.free, *self.links
+        while True:
+            i = path[k]
+            f = free[i]
+            if (f - t) * rate[i] + bits > limit[i]:
+                return                                    # drop-tail
+            free[i] = done = (f if f > t else t) + bits / rate[i]
+            if loss[i] and self.rng.random() < loss[i]:
+                return
+            t = done + delay[i]
+            k += 1
+            # the next queue at once when nothing else happens before (the same order of
+            # arrivals as through the event loop, one event fewer)
+            if k == len(path) or (heap and heap[0][0] <= t):
+                self.travel(t, path, k, bits, deliver, args)
+                return
+
+    # ------------------------------------------------------------ the sender
+    def send(self, t: float, j: int) -> None:
+        f, tcp = self.flows[j], self.tcp
+        if f.out == 0 and not f.retx:
+            f._restart(t)
+        sent = False
+        while f.out < int(f.cwnd) and (f.retx or f.nxt < f.avail):
+            if f.retx:
+                seg = f.retx.popleft()
+                if f.state[seg] != 2:
+                    continue
+            else:
+                seg = f.nxt
+                f.nxt += 1
+            f.state[seg] = 1
+            f.out += 1
+            f.sent_at[seg] = t
+            f.sends[seg] += 1
+            f.order.append((t, seg))
+            f.last_send = t
+            sent = True
+            self.travel(t, f.s.data, 0, tcp.seg_wire_bits, self.arrive, (j, seg))
+        if sent:
+            f.limited = f.out >= int(f.cwnd) or f.cwnd < 2 * f.out and f.cwnd < f.ssthresh
+            f._validate(t, f.out, f.limited)
+            self.arm(t, j)
+
+    def arm(self, t: float, j: int) -> None:
+        """The probe timer (2 SRTT), then the RTO, while something is in flight."""
+        f = self.flows[j]
+        if f.out == 0:
+            f.deadline = math.inf
+            return
+        # Linux's probe timeout: 2 SRTT, plus the delayed-ACK allowance of rto_min when a
+        # single segment is out (its ACK may be delayed), else a 2 ms floor; at most the RTO
+        pto = 2 * f.srtt + (f.tcp.rto_min_s if f.out == 1 else TLP_MIN_S / f.tcp.clock_scale)
+        due = t + (f.rto() if f.probed else min(pto, f.rto()))
+        f.deadline = due
+        self.at(due, self.timer, j, due)
+
+    def timer(self, t: float, j: int, due: float) -> None:
+        f = self.flows[j]
+        if due != f.deadline or f.out == 0:
+            return
+        if not f.probed:               # tail loss probe: the newest segment again
+            f.probed = True
+            seg = max((s for _, s in f.order if f.state[s] == 1), default=None)
+            if seg is not None:
+                f.sent_at[seg] = t
+                f.sends[seg] += 1
+                f.order.append((t, seg))
+                self.travel(t, f.s.data, 0, self.tcp.seg_wire_bits, self.arrive, (j, seg))
+            self.arm(t, j)
+            return
+        # RTO: everything in flight is lost, the window starts again from one segment
+        f._keep_ssthresh()
+        f.ssthresh = max(2.0, f.cwnd * f.tcp.beta)
+        f.cwnd = 1.0
+        f.epoch = None
+        for _, s in f.order:
+            if f.state[s] == 1:
+                f.state[s] = 2
+                f.out -= 1
+                f.retx.append(s)
+        f.order.clear()
+        f.recovery_end = -1
+        f.probed = False
+        f.backoff *= 2
+        self.send(t, j)
+
+    def ack(self, t: float, j: int, segs: list) -> None:
+        f = self.flows[j]
+        new = 0
+        for seg in segs:
+            if f.state[seg] == 3:
+                continue
+            if f.state[seg] == 1:
+                f.out -= 1
+            f.state[seg] = 3
+            new += 1
+            if (f.sent_at[seg], seg) > (f.rack_ts, f.rack_seg):
+                f.rack_ts, f.rack_seg, f.rack_rtt = f.sent_at[seg], seg, t - f.sent_at[seg]
+                if f.sends[seg] == 1:
+                    self.sample(f, t - f.sent_at[seg])
+        if not new:
+            return
+        f.probed, f.backoff = False, 1
+        self.detect(t, j)
+        while f.una < len(f.state) and f.state[f.una] == 3:
+            f.una += 1
+        if 0 <= f.recovery_end <= f.una:   # every segment sent before the cut is in
+            f.recovery_end = -1
+        if f.recovery_end < 0 and f.limited:
+            f._grow(t, new)
+        self.send(t, j)
+        if f.out:
+            self.arm(t, j)
+
+    def sample(self, f: _Flow, rtt: float) -> None:
+        err = rtt - f.srtt
+        f.srtt += err / 8
+        f.rttvar += (abs(err) - f.rttvar) / 4
+        # HyStart (cubic): leave slow start when a round's RTT rises above the path's
+        if f.tcp.law == "cubic" and f.cwnd < f.ssthresh and f.cwnd >= HYSTART_LOW:
+            f.round_min = min(f.round_min, rtt)
+            f.round_n += 1
+            if f.round_n == HYSTART_SAMPLES:
+                base = f.s.rtt_s * f.tcp.clock_scale
+                eta = min(max(base / 8, HYSTART_MIN_S), HYSTART_MAX_S) / f.tcp.clock_scale
+                if f.round_min > f.s.rtt_s + eta:
+                    f.ssthresh = f.cwnd
+        if f.nxt >= f.round_end:       # a new round of HyStart's samples
+            f.round_end, f.round_min, f.round_n = f.nxt + int(f.cwnd), math.inf, 0
+
+    def detect(self, t: float, j: int) -> None:
+        """RACK: segments sent before the newest delivered one and still missing."""
+        f = self.flows[j]
+        lost = False
+        # sent before the newest delivered segment: earlier, or in the same burst before it
+        while f.order and f.order[0] < (f.rack_ts, f.rack_seg):
+            sent, seg = f.order[0]
+            if f.state[seg] != 1 or sent != f.sent_at[seg]:
+                f.order.popleft()          # delivered, or sent again since
+                continue
+            # Linux's reordering window: none once DUP_THRESH later segments are in (no
+            # reordering on these paths) or in recovery, else a quarter of min_rtt
+            reo = 0.0 if f.rack_seg - seg >= DUP_THRESH or f.recovery_end >= 0 else f.s.rtt_s / 4
+            if t < sent + f.rack_rtt + reo:
+                self.at(sent + f.rack_rtt + reo, self.recheck, j)
+                break
+            f.order.popleft()
+            f.state[seg] = 2
+            f.out -= 1
+            f.retx.append(seg)
+            lost = True
+        if lost and f.recovery_end < 0:
+            if f.sent_at[f.retx[-1]] >= f.cut_mark:
+                f._cut(t)
+            f.recovery_end = f.nxt
+
+    def recheck(self, t: float, j: int) -> None:
+        self.detect(t, j)
+        self.send(t, j)
+
+    # ------------------------------------------------------------ the receiver
+    def arrive(self, t: float, j: int, seg: int) -> None:
+        f = self.flows[j]
+        hole = seg != f.rcv_nxt
+        if not f.got[seg]:
+            f.got[seg] = True
+            f.high_rcv = max(f.high_rcv, seg)
+            while f.rcv_nxt < len(f.got) and f.got[f.rcv_nxt]:
+                f.rcv_nxt += 1
+            if f.done < len(f.chunk_ends) and f.rcv_nxt >= f.chunk_ends[f.done]:
+                self.chunk_in(t, j)
+        f.unacked.append(seg)
+        # at once on a hole (or while one is open), else one ACK per two segments
+        if hole or len(f.unacked) >= 2 or f.rcv_nxt <= f.high_rcv:
+            self.send_ack(t, j)
+        elif f.delack_at == math.inf:
+            f.delack_at = t + DELACK_S / self.tcp.clock_scale
+            self.at(f.delack_at, self.delack, j, f.delack_at)
+
+    def delack(self, t: float, j: int, due: float) -> None:
+        f = self.flows[j]
+        if f.delack_at == due and f.unacked:
+            self.send_ack(t, j)
+
+    def send_ack(self, t: float, j: int) -> None:
+        f = self.flows[j]
+        segs, f.unacked, f.delack_at = f.unacked, [], math.inf
+        self.travel(t, f.s.acks, 0, ACK_WIRE_BITS, self.ack, (j, segs))
+
+
+# ---------------------------------------------------------------- from a scheme's streams
+def paths(net, flows: list, seg_bits: float) -> tuple[list, list]:
+    """(PStreams, Queues) of a scheme's streams, flows = (a, b, segments per chunk, inputs,
+    worker) as model_chain's tree builders give them: every link direction on a path a
+    queue, sized as the emulation sizes it (topologies.linkemu.queue_bytes, queue_bdp)."""
+    from topologies.linkemu import queue_bytes
+    index: dict = {}
+    queues: list = []
+
+    def walk(a, b) -> tuple:
+        p = net.path(a, b)
+        for u, v in zip(p, p[1:]):
+            if (u, v) not in index:
+                e = net.g.edges[u, v]
+                index[(u, v)] = len(queues)
+                queues.append(Queue(net.rate_bps(u, v), e["delay_ms"] / 1000,
+                                    queue_bytes(net.mbps(u, v), e["delay_ms"], float(e.get("queue_bdp") or 1.0)),
+                                    e.get("loss_pct", 0) / 100))
+        return tuple(index[(u, v)] for u, v in zip(p, p[1:]))
+
+    streams = [PStream(walk(a, b), walk(b, a), net.rtt(a, b), tuple(segs), tuple(inputs), worker)
+               if a != b else PStream(None, None, 0.0, tuple(segs), tuple(inputs), worker)
+               for a, b, segs, inputs, worker in flows]
+    return streams, queues
+
+
+def tree_ends(streams: list, queues: list, results: dict, compute, tcp: Tcp, iterations: int,
+              seed: int = 0) -> list:
+    """When each of `iterations` iterations ends (the last worker's results): like
+    model_chain.tree_ends, with the streams meeting in the WAN's queues."""
+    return Sim(streams, queues, results, compute, tcp, iterations, seed).run()
+
+
+# packet-hops the simulation may take (~1.5 s of CPU) over the iterations it simulates
+PACKET_BUDGET = 1_500_000
+PACKET_CAP = 8                 # iterations simulated at most; beyond, the steady pace of the last
+
+
+def fits(streams: list, run_iterations: int | None) -> bool:
+    """Whether simulating these streams stays within PACKET_BUDGET: every segment's hops
+    and its ACK's (one per two), over the iterations simulated."""
+    k = min(run_iterations or PACKET_CAP, PACKET_CAP)
+    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
+    return per * max(k, 2) <= PACKET_BUDGET
+
+
+def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
+         run_iterations: int | None) -> float:
+    """The pace analysis/measure.py reports (model_chain.pace) of the run, simulated
+    without random loss (nothing is random then: one run of the loop)."""
+    k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
+    return chain_pace(tree_ends(streams, queues, results, compute, tcp, k), run_iterations)

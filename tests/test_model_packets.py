@@ -1,0 +1,150 @@
+"""The segment-level simulation of TCP streams through shared drop-tail queues
+(schemes/model_packets.py) against hand-worked cases, and the models that take it (no root)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from schemes import model as M
+from schemes import model_chain as ch
+from schemes import model_packets as mp
+from tests.test_model import predict, scn
+
+SEG = 8 * (M.MSS + M.SEG_OVERHEAD)             # bits of a full segment on the wire
+TCP = ch.Tcp("cubic", 0.7, 10, 0.02, 1.0, False, SEG)
+RATE, DELAY = 50e6, 0.050                       # a 50 Mbps link, one-way 50 ms
+BIG = 10 ** 9                                   # a queue that never fills
+
+
+def link(limit=BIG, loss=0.0, rate=RATE, delay=DELAY):
+    return mp.Queue(rate, delay, limit, loss)
+
+
+def alone(segments, iterations=1, queues=None, tcp=TCP, seed=0):
+    """One stream a -> b over queue 0, its ACKs over queue 1; its arrival ends the worker's
+    iteration. (ends, the simulation)."""
+    s = mp.PStream((0,), (1,), 2 * DELAY, tuple(segments), (), "w")
+    sim = mp.Sim([s], queues or [link(), link()], {"w": [0]}, 0.0, tcp, iterations, seed)
+    return sim.run(), sim
+
+
+def retransmitted(sim) -> int:
+    return sum(sum(f.sends) - len(f.sends) for f in sim.flows if f.s.data)
+
+
+def test_slow_start_doubles_the_window_each_round_trip():
+    # 70 segments from a 10-segment window, one ACK per two segments (each acknowledging
+    # 2: +2 per ACK): rounds of 10, 20, 40 segments; the last of them arrives 2 round trips
+    # after the first round left, plus the one-way delay and its serialization
+    (end,), sim = alone([70])
+    rtt = 2 * DELAY
+    assert end == pytest.approx(2 * rtt + DELAY + 40 * SEG / RATE, rel=0.02)
+    assert retransmitted(sim) == 0
+
+
+def test_a_grown_window_sends_an_iteration_at_the_links_rate():
+    # after the first iterations the window holds a whole iteration: the link's
+    # serialization plus the one-way delay (the next iteration starts on arrival)
+    ends, _ = alone([100] * 4, iterations=8)
+    steady = ends[-1] - ends[-2]
+    assert steady == pytest.approx(400 * SEG / RATE + DELAY, rel=0.03)
+
+
+def test_a_drop_tail_queue_drops_the_excess_and_tcp_repairs_it():
+    # a queue of 20 frames at 5 Mbps: slow start's bursts overflow it; every segment still
+    # arrives (RACK and the probe timer repair), later than through a queue that holds all
+    small = dict(rate=5e6)
+    (full,), a = alone([400], queues=[link(**small), link(**small)])
+    (short,), b = alone([400], queues=[link(limit=20 * 1514, **small), link(**small)])
+    assert retransmitted(a) == 0 and retransmitted(b) > 0
+    assert all(f.rcv_nxt == 400 for f in b.flows)
+    assert short > full
+
+
+def test_streams_sharing_a_queue_share_its_rate():
+    # two streams of 300 segments into one queue: together no faster than the link
+    # serializes 600 segments; one alone takes about half
+    a = mp.PStream((0,), (1,), 2 * DELAY, (300,), (), "u")
+    b = mp.PStream((0,), (1,), 2 * DELAY, (300,), (), "v")
+    ends = mp.Sim([a, b], [link(), link()], {"u": [0], "v": [1]}, 0.0, TCP, 6).run()
+    both = ends[-1] - ends[-2]
+    (solo,) = [e - d for e, d in zip(alone([300], 6)[0][-1:], alone([300], 6)[0][-2:-1])]
+    assert both >= 600 * SEG / RATE
+    assert both > 1.6 * (solo - DELAY)
+
+
+def test_acks_wait_behind_the_other_directions_data():
+    # two-way traffic (Zhang, Shenker and Clark, 1991): both streams start with a
+    # 300-segment window (set here); b -> a's burst occupies queue 1 for its 73 ms of
+    # serialization, and the ACKs of a -> b's burst (from 50 ms on) wait behind it there:
+    # a's next round, and so its 400 segments, end about 23 ms later than alone
+    a = mp.PStream((0,), (1,), 2 * DELAY, (400,), (), "u")
+    b = mp.PStream((1,), (0,), 2 * DELAY, (300,), (), "v")
+    tcp = dataclasses.replace(TCP, init_cwnd=300)
+    both = mp.Sim([a, b], [link(), link()], {"u": [0], "v": [1]}, 0.0, tcp, 1)
+    both.run()
+    solo = mp.Sim([a], [link(), link()], {"u": [0]}, 0.0, tcp, 1)
+    solo.run()
+    burst = 300 * SEG / RATE
+    late = both.worker_ends["u"][0] - solo.worker_ends["u"][0]
+    assert late == pytest.approx(burst - DELAY, abs=0.005)
+    assert both.flows[0].srtt > solo.flows[0].srtt
+
+
+def test_random_loss_is_repaired_and_seeded():
+    q = [link(loss=0.02), link()]
+    (e1,), s1 = alone([2000], queues=q, seed=1)
+    (e2,), s2 = alone([2000], queues=q, seed=1)
+    (e3,), s3 = alone([2000], queues=q, seed=2)
+    assert e1 == e2 and retransmitted(s1) == retransmitted(s2)
+    assert e3 != e1
+    assert 0.01 * 2000 < retransmitted(s1) < 0.05 * 2000
+    assert all(f.rcv_nxt == 2000 for f in s1.flows)
+
+
+def test_restart_after_idle_costs_round_trips():
+    # compute of 1 s between iterations (idle >> RTO): the window halves per RTO idle down
+    # to the initial window, so each iteration slow-starts again; without the restart it
+    # sends at the grown window
+    s = mp.PStream((0,), (1,), 2 * DELAY, (200,), (), "w")
+    run = lambda tcp: mp.Sim([s], [link(), link()], {"w": [0]}, 1.0, tcp, 6).run()
+    on = run(dataclasses.replace(TCP, restart_after_idle=True))
+    off = run(TCP)
+    assert (on[-1] - on[-2]) - (off[-1] - off[-2]) > 2 * DELAY
+
+
+def test_a_pull_chunk_waits_for_every_push_of_it():
+    # two pushes into a server, one pull back: the pull's chunk goes after both pushes' chunk
+    p1 = mp.PStream((0,), (1,), 2 * DELAY, (10,), (), "u")
+    p2 = mp.PStream((2,), (3,), 2 * DELAY, (10,), (), "v")
+    pull = mp.PStream((1,), (0,), 2 * DELAY, (10,), (0, 1), None)
+    slow = link(rate=1e6)                      # v's push crawls
+    sim = mp.Sim([p1, p2, pull], [link(), link(), slow, link()], {"u": [2], "v": [2]}, 0.0, TCP, 1)
+    (end,) = sim.run()
+    assert end > 10 * SEG / 1e6 + 2 * DELAY
+
+
+def test_ps_without_loss_takes_the_queued_simulation_with_the_gated_pull_in_it():
+    sc = scn("ps", dcs=3, per_dc=2)
+    p, closed = predict(sc), predict(sc, closed=True)
+    (term,) = [k for k in p.terms if k.startswith("streams through the links' drop-tail queues")]
+    assert "schemes/model_packets.py" in term
+    assert p.iteration_s >= closed.iteration_s
+    assert not [c for c in p.caveats if "the pull follows the slowest push stream" in c]
+    assert [c for c in closed.caveats if "the pull follows the slowest push stream" in c]
+    # the same scenario again: the same number (no randomness without loss)
+    assert predict(sc).iteration_s == p.iteration_s
+
+
+def test_beyond_the_budget_the_round_level_simulation_or_the_closed_form_stays(monkeypatch):
+    monkeypatch.setattr(mp, "PACKET_BUDGET", 10)
+    p = predict(scn("hier-ps", per_dc=2))
+    assert not [k for k in p.terms if "drop-tail queues" in k]
+    assert any("schemes/model_chain.py" in k for k in p.terms) or \
+        any("schemes/model_chain.py" in n for n in p.notes)
+
+
+def test_under_random_loss_the_round_level_simulation_binds():
+    p = predict(scn("ps", loss=1.0))
+    assert any(k.startswith("streams under loss") and "model_chain" in k for k in p.terms)
