@@ -1,6 +1,8 @@
 """Chunked TCP streams that wait for each other, under random loss: a seeded simulation
 at round-trip granularity (pure; the ring's, ps's and hier-ps's models use it when a path
-loses packets, and hier-ps always: docs/model.md, "Simulated TCP").
+loses packets, and ps's and hier-ps's without loss when schemes/model_packets.py's
+segment-level simulation is beyond its budget: docs/model.md, "Simulated TCP round by
+round").
 
 Why a simulation: these schemes' streams are not backlogged. A ring hop sends one chunk
 per step and waits for the chunk from the left; a ps pull stream waits for sums, which

@@ -60,15 +60,18 @@ class Queue:
 @dataclass(frozen=True)
 class PStream:
     """One TCP stream: its data path and its ACKs' path (tuples of queue indices), its
-    base round trip; per iteration chunk c of it (segments[c] segments) goes once chunk c
-    of every stream in `inputs` arrived, or (no inputs) once `worker` has computed. data
-    None: sender and receiver share a host."""
+    base round trip; per iteration chunk c of it (segments[c] segments) goes once chunk
+    c - lag of every stream in `inputs` arrived (counted over iterations: a tree's sums
+    lag 0, a ring's steps 1), and, if it has a `worker`, an iteration's first chunk once
+    that worker has computed (a push: every chunk). data None: sender and receiver share
+    a host."""
     data: tuple | None
     acks: tuple | None
     rtt_s: float
     segments: tuple
     inputs: tuple = ()
     worker: str | None = None
+    lag: int = 0
 
 
 class _Flow(_Sender):
@@ -145,6 +148,7 @@ class Sim:
                 self.dependents[i].append(j)
         self.released = [0] * len(streams)   # chunks handed to each sender
         self.finished = {w: 0 for w in results}
+        self.started = {w: 0 for w in results}  # iterations each worker has computed for
         self.ends = [0.0] * iterations
         self.worker_ends = {w: [] for w in results}   # when each worker's iterations end
         self.heap: list = []
@@ -165,10 +169,26 @@ class Sim:
 
     # ------------------------------------------------------------ chunks and iterations
     def start_push(self, t: float, w, it: int) -> None:
+        self.started[w] = it + 1
         for j, s in enumerate(self.streams):
-            if not s.inputs and s.worker == w:
+            if s.worker != w:
+                continue
+            if not s.inputs:
                 for c in range(len(s.segments)):
                     self.release(t, j, it * len(s.segments) + c)
+            else:
+                self.advance(t, j)
+
+    def advance(self, t: float, d: int) -> None:
+        """Hand stream d the chunks its inputs (and its worker's compute) allow."""
+        s = self.streams[d]
+        ready = min(self.flows[i].done for i in s.inputs) + s.lag
+        while self.released[d] < ready:
+            c = self.released[d]
+            if s.worker is not None and c % len(s.segments) == 0 and \
+                    self.started[s.worker] <= c // len(s.segments):
+                break                    # the iteration's first chunk waits for the compute
+            self.release(t, d, c)
 
     def release(self, t: float, j: int, chunk: int) -> None:
         """Chunk `chunk` (counted over iterations) of stream j may go."""
@@ -190,9 +210,7 @@ class Sim:
         while f.done < len(f.chunk_ends) and f.rcv_nxt >= f.chunk_ends[f.done]:
             f.done += 1
             for d in self.dependents[j]:
-                ready = min(self.flows[i].done for i in self.streams[d].inputs)
-                while self.released[d] < ready:
-                    self.release(t, d, self.released[d])
+                self.advance(t, d)
         for w, idx in self.results.items():
             if j not in idx:
                 continue
@@ -435,7 +453,7 @@ def paths(net, flows: list, seg_bits: float) -> tuple[list, list]:
 def tree_ends(streams: list, queues: list, results: dict, compute, tcp: Tcp, iterations: int,
               seed: int = 0) -> list:
     """When each of `iterations` iterations ends (the last worker's results): like
-    model_chain.tree_ends, with the streams meeting in the WAN's queues."""
+    model_chain.tree_ends (and ring_ends, with lag 1), the streams meeting in the queues."""
     return Sim(streams, queues, results, compute, tcp, iterations, seed).run()
 
 

@@ -131,8 +131,8 @@ def test_hier_ps_two_level_tree():
 def test_ring_cycle_of_two_hops():
     # 2 workers, one per DC: 2 steps per iteration, each a chunk of S/2 over the WAN one
     # way; the ring's cycle is both hops (serialization + 50 ms each) and an iteration is
-    # 2 (W-1) / W = 1 round of it
-    p = predict(scn("ring"))
+    # 2 (W-1) / W = 1 round of it (the closed form; simulated: test_model_packets.py)
+    p = predict(scn("ring"), closed=True)
     chunk = 4 * (N // 2) + 24
     ser = 8 * tcp_bytes(chunk) / 50e6
     (cycle,) = [k for k in p.terms if k.startswith("ring cycle")]
@@ -144,7 +144,7 @@ def test_ring_period_is_rounds_of_the_ring_not_a_chain_from_a_common_start():
     # 3 DCs x 2 workers, LAN hops instantaneous: 10 steps per iteration = 10/6 rounds of a
     # ring that crosses 3 WAN links (50 ms each) -> 10/6 x (3 x (ser + 0.050)) with ser
     # the WAN hop's chunk of S/6; the LAN hops add their 1 Gbps serialization only
-    p = predict(scn("ring", dcs=3, per_dc=2))
+    p = predict(scn("ring", dcs=3, per_dc=2), closed=True)
     chunk = 4 * -(-N // 6) + 24
     wan, lan = 8 * tcp_bytes(chunk) / 50e6, 8 * tcp_bytes(chunk) / 1e9
     assert p.iteration_s == pytest.approx(10 / 6 * (3 * (wan + 0.050) + 3 * lan), rel=1e-3)

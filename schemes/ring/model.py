@@ -22,10 +22,12 @@ of the max-plus cycles; a ring too large to simulate keeps the cycles and says t
 underestimates."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from schemes import model as M
 from schemes import model_chain as ch
+from schemes import model_packets as mp
 from schemes.base import TcpOptions
 from schemes.ring.plan import plan
 from workers.framing import HEADER
@@ -61,6 +63,15 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
         f"ring hop {a}->{b}", window=min(2 * payload, load.share_bps(a, b) / 8 * rtt))}
     caveats = []
     lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
+    queued = None if lossy else simulated_queues(net, hops, payload, steps, scenario)
+    if queued is not None and queued[0] - comp.max_s > max(limits.values()) + sum(add.values()):
+        # the hops' streams through the links' queues (both directions of a WAN link
+        # saturated: each hop's ACKs wait behind its neighbour's data) bind
+        limits = {k: v for k, v in limits.items() if not k.startswith("ring cycle")}
+        limits[queued[1]] = max(0.0, queued[0] - comp.max_s)
+        add = {}
+    elif queued is not None:
+        notes.append(f"{queued[1]}: {queued[0] - comp.max_s:.4f} s, below the cycles (which bind)")
     if lossy:
         chain = simulated_chain(net, load, hops, payload, steps, scenario)
         if chain is None:
@@ -108,3 +119,27 @@ def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, s
     return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain "
                     f"of {steps} dependent chunk transfers per iteration, "
                     f"{ch.run_words(scenario.iterations)}, {seeds} seeds (schemes/model_chain.py)")
+
+
+def simulated_queues(net, hops, payload, steps, scenario) -> tuple[float, str] | None:
+    """(period, its description) of the ring without random loss, simulated segment by
+    segment through the links' shared drop-tail queues (schemes/model_packets.py: hop r's
+    step k after hop r-1's step k-1, an iteration's first step after the worker's compute),
+    or None beyond its budget, for a congestion control it does not have, or a schedule
+    step's graph."""
+    tcp = M.simulated_tcp(scenario)
+    if tcp is None or net.g.graph.get(M.CLOSED_FORM_ONLY):
+        return None
+    w = len(hops)
+    segs = (math.ceil(payload / M.MSS),) * steps
+    flows = [(a, b, segs, ((r - 1) % w,), a) for r, (a, b) in enumerate(hops)]
+    streams, queues = mp.paths(net, flows, tcp.seg_wire_bits)
+    streams = [dataclasses.replace(s, lag=1) for s in streams]
+    if not mp.fits(streams, scenario.iterations):
+        return None
+    results = {a: [(r - 1) % w] for r, (a, _) in enumerate(hops)}
+    draw = M.compute_draws(net.g, scenario, [a for a, _ in hops])
+    return (mp.pace(streams, queues, results, draw, tcp, scenario.iterations),
+            f"ring hops through the links' drop-tail queues, {tcp.law}: {steps} dependent chunk "
+            f"transfers per iteration segment by segment, {ch.run_words(scenario.iterations)} "
+            "(schemes/model_packets.py)")
