@@ -21,11 +21,14 @@ def predict_scenario(scn, scheme: str | None = None):
     return predict(scheme or scn.scheme, build_graph(scn), scn)
 
 
-def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
+def model_section(scn, metrics: dict | None, servers: dict | None = None) -> tuple[dict, list[str]]:
     """(summary.json's "model" section, warnings). The section is the prediction
     (kind "model", terms, limits, notes) plus model_iteration_time_s and
     measured_over_model = metrics' iteration_period_s (the job's pace, analysis/measure.py's
-    TIME_PER_ITERATION: the model predicts a steady period) / the model's iteration_s."""
+    TIME_PER_ITERATION: the model predicts a steady period) / the model's iteration_s.
+    servers: the scheme's server processes' stats (summary app.servers): their TCP
+    sockets' retransmissions count with the workers' in the suspects (hier-ps's WAN
+    streams are its servers')."""
     p = predict_scenario(scn)
     sec = p.as_dict()
     from analysis.measure import TIME_PER_ITERATION
@@ -43,12 +46,24 @@ def model_section(scn, metrics: dict | None) -> tuple[dict, list[str]]:
     warnings = []
     if ratio is not None and not BAND[0] <= ratio <= BAND[1]:
         name, secs = p.largest_term()
-        found = suspects(ratio, p.caveats, metrics or {}, configured_loss(scn),
+        found = suspects(ratio, p.caveats, with_servers(metrics or {}, servers), configured_loss(scn),
                          queued=any(QUEUES_SIMULATED in t for t in p.terms))
         warnings.append(f"measured {ratio:.2f}x the model ({measured:.3f} s vs {p.iteration_s:.3f} s "
                         f"per iteration, band {BAND[0]}-{BAND[1]}); largest term: {name} "
                         f"({secs:.3f} s)" + "".join(f"; suspect: {x}" for x in found))
     return sec, warnings
+
+
+def with_servers(metrics: dict, servers: dict | None) -> dict:
+    """metrics with retransmissions and retransmission_rate over the workers' and the
+    servers' TCP sockets (servers: name -> stats with tcp_retransmissions and
+    tcp_segments_sent; others ignored)."""
+    stats = [v for v in (servers or {}).values() if isinstance(v, dict) and "tcp_retransmissions" in v]
+    if not stats or metrics.get("retransmissions") is None:
+        return metrics
+    n = metrics["retransmissions"] + sum(v["tcp_retransmissions"] for v in stats)
+    sent = (metrics.get("packets_sent") or 0) + sum(v.get("tcp_segments_sent") or 0 for v in stats)
+    return dict(metrics, retransmissions=n, retransmission_rate=n / sent if sent else None)
 
 
 # retransmissions above twice the configured per-link loss (a path may cross two lossy
@@ -72,7 +87,8 @@ def suspects(ratio: float, caveats: list, metrics: dict, loss: float, queued: bo
     out = []
     rate, n = metrics.get("retransmission_rate"), metrics.get("retransmissions")
     if rate is not None and rate > 2 * loss + CONGESTION_LOSS:
-        out.append(f"loss recovery: {n} segment(s) retransmitted ({100 * rate:.2f}% of those sent) "
+        out.append(f"loss recovery: {n} segment(s) retransmitted ({100 * rate:.2f}% of those its "
+                   f"workers and servers sent) "
                    f"against {100 * loss:g}% configured loss: a queue overflowed ("
                    + ("the model simulated the queues; more loss than it had" if queued
                       else "congestion loss is not in the model") + ")")

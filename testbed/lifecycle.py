@@ -356,7 +356,8 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
                 summary["warnings"].append(f"metrics could not be computed: {e!r}")
             try:   # the model beside the measurement (model output, testbed/fidelity.py)
                 from testbed.fidelity import model_section
-                summary["model"], warns = model_section(scn, summary.get("metrics"))
+                summary["model"], warns = model_section(scn, summary.get("metrics"),
+                                                        (summary.get("app") or {}).get("servers"))
                 summary["warnings"] += warns   # the same list as state["warnings"]: logged below once
             except Exception as e:
                 summary["model"] = None

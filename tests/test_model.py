@@ -345,6 +345,14 @@ def test_fidelity_warning_names_its_suspects_from_the_run_and_the_models_caveats
     # a model of the closed forms only names congestion loss as missing from it
     (w,) = suspects(2.0, [], slow, 0.0)
     assert "congestion loss is not in the model" in w
+    # hier-ps's WAN streams are its servers' sockets: their retransmissions count too
+    quiet = dict(slow, retransmissions=0, retransmission_rate=0.0, packets_sent=10000)
+    servers = {"global": {"tcp_retransmissions": 300, "tcp_segments_sent": 10000, "host": "h"},
+               "local1": {"stats": "missing", "host": "h"}}
+    _, (w,) = model_section(scn("hier-ps"), quiet)
+    assert "loss recovery" not in w
+    _, (w,) = model_section(scn("hier-ps"), quiet, servers)
+    assert "loss recovery: 300 segment(s) retransmitted (1.50% of those its workers and servers sent)" in w
     _, (w,) = model_section(scn("ring"), dict(slow, retransmission_rate=0.0))
     assert "suspect" not in w                               # nothing known: the largest term only
     _, (w,) = model_section(scn("ps"), {"iteration_period_s": 1e-3})
