@@ -457,22 +457,31 @@ def tree_ends(streams: list, queues: list, results: dict, compute, tcp: Tcp, ite
     return Sim(streams, queues, results, compute, tcp, iterations, seed).run()
 
 
-# packet-hops the simulation may take (~1.5 s of CPU) over the iterations it simulates
-PACKET_BUDGET = 1_500_000
+# packet-hops the simulation may take (~4 s of CPU) over the iterations it simulates
+PACKET_BUDGET = 2_000_000
 PACKET_CAP = 8                 # iterations simulated at most; beyond, the steady pace of the last
+PACKET_MIN = 3                 # and at least: the warm-up and two steady ones
+
+
+def iterations_for(streams: list, run_iterations: int | None) -> int | None:
+    """How many iterations to simulate within PACKET_BUDGET (every segment's hops and its
+    ACK's, one per two): the run's, at most PACKET_CAP, fewer for a large job down to
+    PACKET_MIN (the rest at the steady pace of those); None when not even that fits."""
+    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
+    k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
+    k = min(k, int(PACKET_BUDGET // per) if per else k)
+    return k if k >= min(PACKET_MIN, max(run_iterations or PACKET_CAP, 2)) else None
 
 
 def fits(streams: list, run_iterations: int | None) -> bool:
-    """Whether simulating these streams stays within PACKET_BUDGET: every segment's hops
-    and its ACK's (one per two), over the iterations simulated."""
-    k = min(run_iterations or PACKET_CAP, PACKET_CAP)
-    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
-    return per * max(k, 2) <= PACKET_BUDGET
+    """Whether simulate within PACKET_BUDGET (iterations_for)."""
+    return iterations_for(streams, run_iterations) is not None
 
 
 def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
          run_iterations: int | None) -> float:
     """The pace analysis/measure.py reports (model_chain.pace) of the run, simulated
-    without random loss (nothing is random then: one run of the loop)."""
-    k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
+    without random loss (nothing is random then: one run of the loop) over
+    iterations_for() iterations (the caller checks fits() first)."""
+    k = iterations_for(streams, run_iterations)
     return chain_pace(tree_ends(streams, queues, results, compute, tcp, k), run_iterations)

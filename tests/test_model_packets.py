@@ -167,3 +167,13 @@ def test_a_ring_at_ten_bdps_waits_for_acks_behind_its_neighbours_data():
     p, c = predict(sc), predict(sc, closed=True)
     assert any(k.startswith("ring hops through the links' drop-tail queues") for k in p.terms)
     assert 1.15 < p.iteration_s / c.iteration_s < 1.5
+
+
+def test_a_large_job_simulates_fewer_iterations_within_the_budget(monkeypatch):
+    s = mp.PStream((0, 1), (2, 3), 0.1, (100,) * 10, (), "w")   # 1000 segments, 2 + 1 hops each
+    assert mp.iterations_for([s], 6) == 6
+    monkeypatch.setattr(mp, "PACKET_BUDGET", 3000 * 4)
+    assert mp.iterations_for([s], 6) == 4 and mp.iterations_for([s], None) == 4
+    monkeypatch.setattr(mp, "PACKET_BUDGET", 3000 * 2)
+    assert mp.iterations_for([s], 6) is None and not mp.fits([s], 6)
+    assert mp.iterations_for([s], 2) == 2          # a 2-iteration run needs no more
