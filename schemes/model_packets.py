@@ -25,7 +25,12 @@ segments are in, or a quarter of the minimum round trip after); one window cut p
 recovery; the tail loss probe (2 SRTT) and the RTO (SRTT + max(4 RTTVAR, rto_min)); cubic's
 HyStart delay exit. Left out: PRR's pacing of the recovery (the window is cut at once),
 SACK blocks' limits, the receive window (the kernel's autotuning lets it grow far beyond
-these windows), the hosts' NIC queues."""
+these windows), the hosts' NIC queues.
+
+Streams depend on each other as in model_chain (a tree's pull chunk after that chunk of
+every push; a ring hop's step after its left neighbour's previous step), and the window
+code is model_chain._Sender's own (slow start, cubic, restart, validation), so the two
+simulations differ only in the network under them."""
 from __future__ import annotations
 
 import heapq
@@ -37,6 +42,7 @@ import numpy as np
 
 from schemes.model_chain import Hop, Tcp, _Sender, _compute
 from schemes.model_chain import pace as chain_pace
+from topologies.linkemu import queue_bytes
 
 ACK_WIRE_BITS = 8 * 66        # a pure ACK on the wire (schemes.model.ACK_FRAME)
 DUP_THRESH = 3                # RACK: a hole with this many segments delivered after it is a loss
@@ -58,7 +64,7 @@ class Queue:
 
 
 @dataclass(frozen=True)
-class PStream:
+class PacketStream:
     """One TCP stream: its data path and its ACKs' path (tuples of queue indices), its
     base round trip; per iteration chunk c of it (segments[c] segments) goes once chunk
     c - lag of every stream in `inputs` arrived (counted over iterations: a tree's sums
@@ -78,8 +84,10 @@ class _Flow(_Sender):
     """A stream's sender and receiver. Segment states: 0 not sent, 1 in flight, 2 marked
     lost (waiting to go again), 3 delivered."""
 
-    def __init__(self, s: PStream, tcp: Tcp, loss: float):
-        super().__init__(Hop(s.rtt_s, s.rtt_s / 2, math.inf, loss), tcp)
+    def __init__(self, s: PacketStream, tcp: Tcp):
+        # the hop gives _Sender's window code the path's base round trip (cubic's clock,
+        # the restart's floor); rate and loss are the queues' here
+        super().__init__(Hop(s.rtt_s, s.rtt_s / 2, math.inf, 0.0), tcp)
         self.s = s
         self.state: list = []
         self.sent_at: list = []
@@ -138,10 +146,7 @@ class Sim:
         self.free = [0.0] * len(queues)      # each queue's link is busy until then
         self.links = ([q.rate_bps for q in queues], [8 * q.limit_bytes for q in queues],
                       [q.delay_s for q in queues], [q.loss for q in queues])
-        loss = [1 - math.prod(1 - queues[i].loss for i in (s.data or ()))
-                for s in streams]
-        self.flows = [_Flow(s, tcp, p) for s, p in zip(streams, loss)]
-        self.per_it = [sum(s.segments) for s in streams]
+        self.flows = [_Flow(s, tcp) for s in streams]
         self.dependents = {i: [] for i in range(len(streams))}
         for j, s in enumerate(streams):
             for i in s.inputs:
@@ -294,7 +299,7 @@ class Sim:
         f = self.flows[j]
         if due != f.deadline or f.out == 0:
             return
-        if not f.probed:               # tail loss probe: the newest segment again
+        if not f.probed:               # tail loss probe: the newest segment in flight again
             f.probed = True
             seg = max((s for _, s in f.order if f.state[s] == 1), default=None)
             if seg is not None:
@@ -426,10 +431,9 @@ class Sim:
 
 # ---------------------------------------------------------------- from a scheme's streams
 def paths(net, flows: list, seg_bits: float) -> tuple[list, list]:
-    """(PStreams, Queues) of a scheme's streams, flows = (a, b, segments per chunk, inputs,
+    """(PacketStreams, Queues) of a scheme's streams, flows = (a, b, segments per chunk, inputs,
     worker) as model_chain's tree builders give them: every link direction on a path a
     queue, sized as the emulation sizes it (topologies.linkemu.queue_bytes, queue_bdp)."""
-    from topologies.linkemu import queue_bytes
     index: dict = {}
     queues: list = []
 
@@ -444,8 +448,8 @@ def paths(net, flows: list, seg_bits: float) -> tuple[list, list]:
                                     e.get("loss_pct", 0) / 100))
         return tuple(index[(u, v)] for u, v in zip(p, p[1:]))
 
-    streams = [PStream(walk(a, b), walk(b, a), net.rtt(a, b), tuple(segs), tuple(inputs), worker)
-               if a != b else PStream(None, None, 0.0, tuple(segs), tuple(inputs), worker)
+    streams = [PacketStream(walk(a, b), walk(b, a), net.rtt(a, b), tuple(segs), tuple(inputs), worker)
+               if a != b else PacketStream(None, None, 0.0, tuple(segs), tuple(inputs), worker)
                for a, b, segs, inputs, worker in flows]
     return streams, queues
 

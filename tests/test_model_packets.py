@@ -24,7 +24,7 @@ def link(limit=BIG, loss=0.0, rate=RATE, delay=DELAY):
 def alone(segments, iterations=1, queues=None, tcp=TCP, seed=0):
     """One stream a -> b over queue 0, its ACKs over queue 1; its arrival ends the worker's
     iteration. (ends, the simulation)."""
-    s = mp.PStream((0,), (1,), 2 * DELAY, tuple(segments), (), "w")
+    s = mp.PacketStream((0,), (1,), 2 * DELAY, tuple(segments), (), "w")
     sim = mp.Sim([s], queues or [link(), link()], {"w": [0]}, 0.0, tcp, iterations, seed)
     return sim.run(), sim
 
@@ -65,8 +65,8 @@ def test_a_drop_tail_queue_drops_the_excess_and_tcp_repairs_it():
 def test_streams_sharing_a_queue_share_its_rate():
     # two streams of 300 segments into one queue: together no faster than the link
     # serializes 600 segments; one alone takes about half
-    a = mp.PStream((0,), (1,), 2 * DELAY, (300,), (), "u")
-    b = mp.PStream((0,), (1,), 2 * DELAY, (300,), (), "v")
+    a = mp.PacketStream((0,), (1,), 2 * DELAY, (300,), (), "u")
+    b = mp.PacketStream((0,), (1,), 2 * DELAY, (300,), (), "v")
     ends = mp.Sim([a, b], [link(), link()], {"u": [0], "v": [1]}, 0.0, TCP, 6).run()
     both = ends[-1] - ends[-2]
     (solo,) = [e - d for e, d in zip(alone([300], 6)[0][-1:], alone([300], 6)[0][-2:-1])]
@@ -79,8 +79,8 @@ def test_acks_wait_behind_the_other_directions_data():
     # 300-segment window (set here); b -> a's burst occupies queue 1 for its 73 ms of
     # serialization, and the ACKs of a -> b's burst (from 50 ms on) wait behind it there:
     # a's next round, and so its 400 segments, end about 23 ms later than alone
-    a = mp.PStream((0,), (1,), 2 * DELAY, (400,), (), "u")
-    b = mp.PStream((1,), (0,), 2 * DELAY, (300,), (), "v")
+    a = mp.PacketStream((0,), (1,), 2 * DELAY, (400,), (), "u")
+    b = mp.PacketStream((1,), (0,), 2 * DELAY, (300,), (), "v")
     tcp = dataclasses.replace(TCP, init_cwnd=300)
     both = mp.Sim([a, b], [link(), link()], {"u": [0], "v": [1]}, 0.0, tcp, 1)
     both.run()
@@ -107,7 +107,7 @@ def test_restart_after_idle_costs_round_trips():
     # compute of 1 s between iterations (idle >> RTO): the window halves per RTO idle down
     # to the initial window, so each iteration slow-starts again; without the restart it
     # sends at the grown window
-    s = mp.PStream((0,), (1,), 2 * DELAY, (200,), (), "w")
+    s = mp.PacketStream((0,), (1,), 2 * DELAY, (200,), (), "w")
     run = lambda tcp: mp.Sim([s], [link(), link()], {"w": [0]}, 1.0, tcp, 6).run()
     on = run(dataclasses.replace(TCP, restart_after_idle=True))
     off = run(TCP)
@@ -116,9 +116,9 @@ def test_restart_after_idle_costs_round_trips():
 
 def test_a_pull_chunk_waits_for_every_push_of_it():
     # two pushes into a server, one pull back: the pull's chunk goes after both pushes' chunk
-    p1 = mp.PStream((0,), (1,), 2 * DELAY, (10,), (), "u")
-    p2 = mp.PStream((2,), (3,), 2 * DELAY, (10,), (), "v")
-    pull = mp.PStream((1,), (0,), 2 * DELAY, (10,), (0, 1), None)
+    p1 = mp.PacketStream((0,), (1,), 2 * DELAY, (10,), (), "u")
+    p2 = mp.PacketStream((2,), (3,), 2 * DELAY, (10,), (), "v")
+    pull = mp.PacketStream((1,), (0,), 2 * DELAY, (10,), (0, 1), None)
     slow = link(rate=1e6)                      # v's push crawls
     sim = mp.Sim([p1, p2, pull], [link(), link(), slow, link()], {"u": [2], "v": [2]}, 0.0, TCP, 1)
     (end,) = sim.run()
@@ -170,7 +170,7 @@ def test_a_ring_at_ten_bdps_waits_for_acks_behind_its_neighbours_data():
 
 
 def test_a_large_job_simulates_fewer_iterations_within_the_budget(monkeypatch):
-    s = mp.PStream((0, 1), (2, 3), 0.1, (100,) * 10, (), "w")   # 1000 segments, 2 + 1 hops each
+    s = mp.PacketStream((0, 1), (2, 3), 0.1, (100,) * 10, (), "w")   # 1000 segments, 2 + 1 hops each
     assert mp.iterations_for([s], 6) == 6
     monkeypatch.setattr(mp, "PACKET_BUDGET", 3000 * 4)
     assert mp.iterations_for([s], 6) == 4 and mp.iterations_for([s], None) == 4
