@@ -34,6 +34,7 @@ simulations differ only in the network under them."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -325,10 +326,12 @@ class Sim:
         f.backoff *= 2
         self.send(t, j)
 
-    def ack(self, t: float, j: int, segs: list) -> None:
+    def ack(self, t: float, j: int, segs: list, cum: int) -> None:
+        """An ACK: everything below `cum` is in (cumulative, so a lost ACK's news comes
+        with the next), and `segs` arrived since the ACK before it (SACK)."""
         f = self.flows[j]
         new = 0
-        for seg in segs:
+        for seg in itertools.chain(range(f.una, cum), segs):
             if f.state[seg] == 3:
                 continue
             if f.state[seg] == 1:
@@ -426,7 +429,7 @@ class Sim:
     def send_ack(self, t: float, j: int) -> None:
         f = self.flows[j]
         segs, f.unacked, f.delack_at = f.unacked, [], math.inf
-        self.travel(t, f.s.acks, 0, ACK_WIRE_BITS, self.ack, (j, segs))
+        self.travel(t, f.s.acks, 0, ACK_WIRE_BITS, self.ack, (j, segs, f.rcv_nxt))
 
 
 # ---------------------------------------------------------------- from a scheme's streams
