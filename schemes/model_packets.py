@@ -19,7 +19,8 @@ delay and its random loss (the datacenter links too: without their rate, a serve
 sums left at once and overflowed the WAN queue, where the emulation feeds them at the LAN's
 pace). Each stream is a Linux-like TCP sender and receiver:
 the window, slow start, cubic or reno growth, slow start after idle and cwnd validation of
-model_chain._Sender (the same code); delayed ACKs (one per two segments, at once on a hole);
+model_chain._Sender (the same code); delayed ACKs (one per two segments, at once on a hole;
+cumulative, with the segments since the ACK before as SACK);
 RACK loss detection (a segment sent before one that was delivered is lost once three later
 segments are in, or a quarter of the minimum round trip after); one window cut per
 recovery; the tail loss probe (2 SRTT) and the RTO (SRTT + max(4 RTTVAR, rto_min)); cubic's
