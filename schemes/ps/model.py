@@ -131,8 +131,8 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
     Without random loss the streams are simulated segment by segment through the links'
     shared drop-tail queues (schemes/model_packets.py, within its budget): the unfairness
     of the streams that share a queue, congestion loss and the reverse queue's delay are
-    what ps's gap was there. Under random loss the round-level simulation binds: at bench
-    schemes' point it measured 0.97-1.11 x, the segment-level one 1.12-1.27 x (docs/model.md)."""
+    what ps's gap was there. Under random loss the round-level one binds: it measured
+    closer to the emulation at both points measured (docs/model.md, "Shared queues")."""
     tcp = M.simulated_tcp(scenario)
     if tcp is None:
         return None

@@ -19,7 +19,9 @@ backlogged (it waits for the chunk from the left), so a lost segment delays its 
 a recovery round that walks around the ring, and windows restart after idle. The period
 is then simulated (schemes/model_chain.py: TCP's own mechanisms per hop, seeded) instead
 of the max-plus cycles; a ring too large to simulate keeps the cycles and says that it
-underestimates."""
+underestimates. Without loss the hops are simulated through the links' shared queues
+(schemes/model_packets.py, simulated_queues): where a WAN link carries a hop each way,
+each hop's ACKs wait behind its neighbour's data; the larger of that and the cycles binds."""
 from __future__ import annotations
 
 import dataclasses
