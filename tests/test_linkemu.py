@@ -243,3 +243,37 @@ iterations: 2
     p.write_text(scn_text.replace("queue_bdp: 0.5", "queue_bdp: 0"))
     with pytest.raises(Exception, match="queue_bdp"):
         load_scenario(str(p))
+
+
+def test_time_dilation_keeps_every_queue_the_real_networks_bytes(tmp_path):
+    # the 20 ms floor of a short link is real-world time: at s = 10 a 1 Gbps LAN port (rate
+    # 100 Mbps emulated, delay 0) keeps 1 Gbps x 20 ms = 1651 frames, not 100 Mbps x 20 ms;
+    # a WAN link's BDP is the same bytes either way. The model sizes its queues from the
+    # real-world graph (schemes/model_packets.py): the two agree
+    from testbed.dilation import dilate_graph
+    from testbed.scenario import load_scenario
+    from topologies.graph import build_graph
+    p = tmp_path / "d.yaml"
+    p.write_text("""
+name: d
+datacenters:
+  - {name: a, region: "ibm:us-east", racks: 1, workers_per_rack: 2}
+  - {name: b, region: "ibm:eu-de", racks: 1, workers_per_rack: 2}
+wan: {default: {bandwidth_mbps: 50}}
+scheme: ps
+iterations: 2
+""")
+    real = build_graph(load_scenario(str(p)))
+    for s in (1.0, 10.0):
+        plan = linkemu.plan(dilate_graph(real, s), "userspace")
+        checked = 0
+        for u, v, d in real.edges(data=True):
+            want = linkemu.queue_bytes(d["bandwidth_mbps"], d["delay_ms"], d.get("queue_bdp") or 1.0)
+            names = (linkemu.interface_name(real, u, v), linkemu.interface_name(real, v, u))
+            for shape in plan.intfs:
+                if shape.intf in names:
+                    assert shape.queue_bytes == want, (s, u, v, shape)
+                    checked += 1
+        assert checked == 2 * real.number_of_edges()
+    lan = next(d for _, _, d in real.edges(data=True) if d["kind"] == "access")
+    assert linkemu.queue_bytes(lan["bandwidth_mbps"], lan["delay_ms"]) == 1652 * 1514   # ceil(1651.3)

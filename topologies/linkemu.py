@@ -154,22 +154,27 @@ class LinkEmuPlan:
         raise KeyError(name)
 
 
-def queue_packets(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0) -> int:
+def queue_packets(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0,
+                  dilation: float = 1.0) -> int:
     """`bdp` bandwidth-delay products of the link's round trip (at least 20 ms), at least
-    64 packets (the scenario's queue_bdp; 1 by default)."""
+    64 packets (the scenario's queue_bdp; 1 by default). On a time-dilated graph (rates / s,
+    delays x s) pass `dilation` = s: the 20 ms floor is real-world time, 20 s ms emulated,
+    so a short link's queue holds the bytes of the undilated network's (the floor in
+    emulated time made a LAN port's queue s times smaller: 165 frames instead of 1651 for
+    1 Gbps at s = 10, and four workers' bursts overflowed a rack's uplink)."""
     if not rate_mbps:
         return 1000
-    rtt_s = max(2 * delay_ms / 1000.0, MIN_QUEUE_RTT_S)
+    rtt_s = max(2 * delay_ms / 1000.0, MIN_QUEUE_RTT_S * dilation)
     return max(MIN_QUEUE_PKTS, math.ceil(bdp * rate_mbps * 1e6 * rtt_s / (8 * MTU_FRAME)))
 
 
-def queue_bytes(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0) -> int:
+def queue_bytes(rate_mbps: float | None, delay_ms: float, bdp: float = 1.0, dilation: float = 1.0) -> int:
     """The same bandwidth-delay product in bytes: the queue in front of the link, in both
     modes. The htb leaf counts bytes (bfifo), not packets: a packet limit sized in MTU
     frames holds only a fifth of a BDP of 314-byte aggregation frames (k = 64), and a
     geo-ina burst of partial sums overflowed it (softswitch tx_errors) while ps's TCP
     segments fitted."""
-    return queue_packets(rate_mbps, delay_ms, bdp) * MTU_FRAME
+    return queue_packets(rate_mbps, delay_ms, bdp, dilation) * MTU_FRAME
 
 
 def in_flight_bytes(rate_mbps: float | None, delay_ms: float, jitter_ms: float = 0.0) -> int:
@@ -181,7 +186,7 @@ def in_flight_bytes(rate_mbps: float | None, delay_ms: float, jitter_ms: float =
 
 
 def delay_line_limit(rate_mbps: float | None, delay_ms: float, jitter_ms: float = 0.0,
-                     min_frame: int = MIN_FRAME) -> int:
+                     min_frame: int = MIN_FRAME, dilation: float = 1.0) -> int:
     """Packets a delay line must be able to hold: the bytes in flight plus the queue behind
     it (queue_bytes), counted in frames of ``min_frame`` bytes. Pass the link's highest rate
     (peak_rate_mbps): the limit is set once, rate changes only touch htb.
@@ -194,15 +199,17 @@ def delay_line_limit(rate_mbps: float | None, delay_ms: float, jitter_ms: float 
     the same for small frames and MTU frames."""
     if min_frame <= 0:
         raise LinkEmuError(f"min_frame must be positive, got {min_frame}")
-    total = in_flight_bytes(rate_mbps, delay_ms, jitter_ms) + queue_bytes(rate_mbps, delay_ms)
+    total = in_flight_bytes(rate_mbps, delay_ms, jitter_ms) + queue_bytes(rate_mbps, delay_ms,
+                                                                          dilation=dilation)
     return math.ceil(total / min_frame)
 
 
-def delay_line_options(imp: Impair, peak_mbps: float | None, seed: int, min_frame: int = MIN_FRAME) -> dict:
+def delay_line_options(imp: Impair, peak_mbps: float | None, seed: int, min_frame: int = MIN_FRAME,
+                       dilation: float = 1.0) -> dict:
     """One direction's delay line, as the softswitch's link_emu option and the relay's
     --a-to-b/--b-to-a take it (LinkEmuConfig's fields)."""
     return dict(delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms, loss_pct=imp.loss_pct, seed=seed,
-                limit=delay_line_limit(peak_mbps, imp.delay_ms, imp.jitter_ms, min_frame))
+                limit=delay_line_limit(peak_mbps, imp.delay_ms, imp.jitter_ms, min_frame, dilation))
 
 
 def line_seed(seed: int, edge_index: int, second_end: bool) -> int:
@@ -242,6 +249,7 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME,
     for i, (sw, delay_ms) in enumerate(sorted((loops or {}).items())):
         _plan_loop(graph, result, sw, float(delay_ms), line_seed(seed, 10**6 + i, False), min_frame)
     impaired_access = []
+    s = float(graph.graph.get("dilated", 1.0) or 1.0)   # queue floors are real-world time
     for idx, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in graph.edges)):
         d = graph.edges[u, v]
         _check_edge(u, v, d)
@@ -249,7 +257,7 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME,
         imp = Impair(float(d.get("delay_ms") or 0), float(d.get("jitter_ms") or 0),
                      float(d.get("loss_pct") or 0))
         bdp = float(d.get("queue_bdp") or 1.0)
-        q = queue_packets(rate, imp.delay_ms, bdp)
+        q = queue_packets(rate, imp.delay_ms, bdp, s)
         peak = peak_rate_mbps(graph, d)   # a delay line must hold what the fastest rate sends
         ends = [(u, v), (v, u)]
         host_link = any(graph.nodes[n]["role"] == "host" for n in (u, v))
@@ -257,9 +265,9 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME,
             is_host = graph.nodes[n]["role"] == "host"
             port = None if is_host else d["ports"][n]
             netem = imp if (mode == "netem" and not imp.is_zero()) else None
-            limit = delay_line_limit(peak, imp.delay_ms, imp.jitter_ms, min_frame) if netem else 0
+            limit = delay_line_limit(peak, imp.delay_ms, imp.jitter_ms, min_frame, s) if netem else 0
             result.intfs.append(IntfShape(n, interface_name(graph, n, peer), port, is_host,
-                                          rate, q, netem, queue_bytes(rate, imp.delay_ms, bdp), limit))
+                                          rate, q, netem, queue_bytes(rate, imp.delay_ms, bdp, s), limit))
             if mode != "userspace" or is_host:
                 continue
             if host_link:
@@ -269,12 +277,12 @@ def plan(graph, mode: str, seed: int = 0, min_frame: int = MIN_FRAME,
             if eff.is_zero():
                 continue
             result.switch_emu.setdefault(n, {})[port] = delay_line_options(
-                eff, peak, line_seed(seed, idx, n == v), min_frame)
+                eff, peak, line_seed(seed, idx, n == v), min_frame, s)
         if mode == "relay" and not imp.is_zero():
             # the same impairment each way, each direction with its own seed
             result.relays.append(relay_for_edge(
-                graph, u, v, delay_line_options(imp, peak, line_seed(seed, idx, False), min_frame),
-                delay_line_options(imp, peak, line_seed(seed, idx, True), min_frame)))
+                graph, u, v, delay_line_options(imp, peak, line_seed(seed, idx, False), min_frame, s),
+                delay_line_options(imp, peak, line_seed(seed, idx, True), min_frame, s)))
         if mode == "userspace" and host_link and (imp.delay_ms or imp.loss_pct or imp.jitter_ms):
             impaired_access.append(f"{u}-{v}")
     if impaired_access:
