@@ -155,7 +155,7 @@ class SchemeApp(App):
 
     def wait_server(self, name: str, ready_text: str, timeout_s: float = 30.0) -> None:
         """Wait until a started server's log shows ready_text (it died or timed out: raise)."""
-        p, s = self.process("server", name), next(s for s in self.servers if s.name == name)
+        p, s = self.process("server", name), self._server(name)
         log = self.ctx.run_dir / "logs" / f"server-{s.name}.log"
         t0 = time.monotonic()
         while ready_text not in (log.read_text(errors="replace") if log.exists() else ""):
@@ -177,8 +177,7 @@ class SchemeApp(App):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(3)
-        s = next(s for s in self.servers if s.name == name)
-        return self._server_stat(s)
+        return self._server_stat(self._server(name))
 
     def _wait_ready(self) -> None:
         t0 = time.monotonic()
@@ -265,8 +264,15 @@ class SchemeApp(App):
             return {"host": s.host, "stats": "missing"}
 
     def process(self, kind: str, name: str) -> subprocess.Popen | None:
-        """The process started as (kind, name), None before it is started."""
-        return next((p for k, n, p in self.procs if (k, n) == (kind, name)), None)
+        """The process started last as (kind, name), None before it is started. A name can
+        come back: inart's re-plans alternate two banks of jobs, so a second re-plan starts
+        root servers named as the first plan's, which have exited (the first of them was
+        taken for the new one, "exited with 0 while starting")."""
+        return next((p for k, n, p in reversed(self.procs) if (k, n) == (kind, name)), None)
+
+    def _server(self, name: str) -> Server:
+        """The server started last under this name (process())."""
+        return next(s for s in reversed(self.servers) if s.name == name)
 
     def process_names(self, graph) -> dict[str, tuple[str, str]]:
         """What a failure's `kill` may name -> (kind, name) (testbed/disturbances.py)."""

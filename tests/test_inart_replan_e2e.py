@@ -75,13 +75,20 @@ def test_inart_replans_when_the_wan_drops_and_sums_stay_exact(tmp_path):
     change = next(e for e in events if e["event"] == "bandwidth_change" and e["mbps"] == 5)
     rec = next(e for e in events if e["event"] == "replan")
     assert rec["t"] > change["t"] and rec["from_iteration"] == i
-    # every worker switched at exactly iteration i, and all hold the same exact sums
+    # every worker switched at exactly iteration i (and at each later re-plan's, if the
+    # controller made another: a rate read between the two directions' updates can ask for
+    # one; the banks alternate, jobs 1, 2 again), and all hold the same exact sums
     ends = {p.stem: [e for e in read_events(p) if e["event"] == "iteration_end"]
             for p in sorted((d / "events").glob("*.jsonl"))}
     assert len(ends) == 4
+    want = [[1, 2]] * ITERATIONS
+    for plan in rp["plans"]:
+        f = plan["from_iteration"]
+        want[f:] = [plan["new_jobs"]] * (ITERATIONS - f)
+    assert want[i - 1:i + 1] == [[1, 2], [3, 4]]
     ref = [e["result_sha1"] for e in next(iter(ends.values()))]
     for w, es in ends.items():
-        assert [e["comm_stats"]["jobs"] for e in es] == [[1, 2]] * i + [[3, 4]] * (ITERATIONS - i), w
+        assert [e["comm_stats"]["jobs"] for e in es] == want, w
         assert [e["result_sha1"] for e in es] == ref, w
         assert all(e["max_error"] <= e["error_bound"] for e in es), w
     # old root servers stopped once everyone moved on; the new ones summed the rest

@@ -249,3 +249,29 @@ def test_the_summary_totals_every_delay_line_of_the_run(tmp_path):
     got = emulated_link_counters(tmp_path, g, "relay")
     assert set(got["lines"]) == {"ga->gb", "gb->ga"} and got["lost"] == 1 and got["submitted"] == 17
     assert emulated_link_counters(tmp_path, g, "netem") is None
+
+
+def test_a_server_name_started_again_means_the_newest_process(tmp_path):
+    # inart's re-plans alternate two banks of jobs: the second re-plan starts root servers
+    # named as the first plan's (ps1, ps2), whose processes have exited; waiting for the new
+    # ps1 must watch the new process, not the old one ("exited with 0 while starting")
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+    from schemes.base import Server
+    app = scheme_app.make_app("inart", {})
+    app.ctx = SimpleNamespace(run_dir=tmp_path)
+    (tmp_path / "logs").mkdir()
+    old = subprocess.Popen([sys.executable, "-c", "pass"])
+    old.wait()
+    new = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        s = Server("ps1", "h1", "schemes.inart.root_server", ())
+        app.servers += [s, s]
+        app.procs += [("server", "ps1", old), ("server", "ps1", new)]
+        assert app.process("server", "ps1") is new
+        (tmp_path / "logs" / "server-ps1.log").write_text("inart root: 2 slots, children ...\n")
+        app.wait_server("ps1", "slots, children", timeout_s=5)     # the old one's exit is no error
+    finally:
+        new.kill()
+        new.wait()
