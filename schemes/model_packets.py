@@ -5,11 +5,12 @@ queues").
 Why, beside schemes/model_chain.py: that simulation gives each stream a fixed share of its
 path and no queue, so streams never meet. On the WAN they do: ps's four push streams of a
 remote datacenter share one drop-tail queue, and the pull streams of the other direction
-fill the queue the pushes' ACKs wait in. Measured at bench schemes' point (3 DCs x 4, 1 MB,
-50 Mbps, no loss configured): when the pulls start, the push direction's rate falls to
-nothing for about a round trip and then to 1.7-3.2 of its 5 emulated Mbps (its ACKs wait
-behind a queue of pull data, so its window covers a longer round trip), and 1.5 % of the
-segments are lost at queues that overflow. Two-way traffic over drop-tail queues is the
+fill the queue the pushes' ACKs wait in (and the other way round). Measured at bench
+schemes' point (3 DCs x 4, 1 MB, 50 Mbps, no loss configured): the two directions of a
+remote datacenter's WAN link take turns at the full rate instead of overlapping (while one
+runs at 5 emulated Mbps the other gets 0.2-3.2: its ACKs wait behind the first's queue, so
+its window covers a longer round trip), and 1.5 % of the segments are lost at queues that
+overflow. Two-way traffic over drop-tail queues is the
 classic effect of Zhang, Shenker and Clark (SIGCOMM 1991): ACK compression and a round trip
 that grows by the other direction's queue.
 
