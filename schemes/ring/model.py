@@ -31,6 +31,7 @@ from schemes import model as M
 from schemes import model_chain as ch
 from schemes import model_packets as mp
 from schemes.base import TcpOptions
+from schemes.ps.model import with_simulation
 from schemes.ring.plan import plan
 from workers.framing import HEADER
 
@@ -65,15 +66,11 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
         f"ring hop {a}->{b}", window=min(2 * payload, load.share_bps(a, b) / 8 * rtt))}
     caveats = []
     lossy = any(net.path_loss(a, b) > 0 for a, b in hops)
-    queued = None if lossy else simulated_queues(net, hops, payload, steps, scenario)
-    if queued is not None and queued[0] - comp.max_s > max(limits.values()) + sum(add.values()):
+    if not lossy:
         # the hops' streams through the links' queues (both directions of a WAN link
-        # saturated: each hop's ACKs wait behind its neighbour's data) bind
-        limits = {k: v for k, v in limits.items() if not k.startswith("ring cycle")}
-        limits[queued[1]] = max(0.0, queued[0] - comp.max_s)
-        add = {}
-    elif queued is not None:
-        notes.append(f"{queued[1]}: {queued[0] - comp.max_s:.4f} s, below the cycles (which bind)")
+        # saturated: each hop's ACKs wait behind its neighbour's data); the larger binds
+        limits, add = with_simulation(limits, add, simulated_queues(net, hops, payload, steps, scenario),
+                                      comp, False, caveats, notes, "the ring's hops")
     if lossy:
         chain = simulated_chain(net, load, hops, payload, steps, scenario)
         if chain is None:
