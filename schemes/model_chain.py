@@ -69,6 +69,20 @@ class Tcp:
     seg_wire_bits: float     # bits one full segment takes on the wire
 
 
+def cubic_cnt(cwnd: float, target: float, friendly: float, had_max: bool) -> float:
+    """Segments acknowledged per segment of window growth in cubic's congestion avoidance
+    (tcp_cubic.c, bictcp_update): reach the cubic target in about a round trip; at most 5 %
+    a round trip before a first loss (last_max_cwnd 0, cnt <= 20); at least the TCP-friendly
+    estimate's pace; and never faster than one segment per two acknowledged ("cwnd grows at
+    1.5x per RTT": a window far below its target grows by half, not doubles, each round trip)."""
+    cnt = cwnd / (target - cwnd) if target > cwnd else 100 * cwnd
+    if not had_max:
+        cnt = min(cnt, 20.0)
+    if friendly > cwnd:
+        cnt = min(cnt, cwnd / (friendly - cwnd))
+    return max(cnt, 2.0)
+
+
 class _Sender:
     """The state of one hop's TCP sender (segments, real-world seconds). Bursts in flight
     are (time their ACKs are back, segments, lost any, time sent, window-limited)."""
@@ -142,8 +156,7 @@ class _Sender:
         el = now * t.clock_scale - self.epoch + rtt_k
         target = CUBIC_C * (el - self.k) ** 3 + self.origin
         friendly = self.w_start + 3 * (1 - t.beta) / (1 + t.beta) * el / rtt_k
-        # the kernel grows at most by the segments acknowledged (no more than doubling)
-        self.cwnd = max(reno, min(max(target, friendly), self.cwnd + acked))
+        self.cwnd += acked / cubic_cnt(self.cwnd, target, friendly, self.w_max > 0)
 
     def _validate(self, now: float, inflight: int, limited: bool) -> None:
         """Linux's cwnd validation (tcp_cwnd_validate, with slow start after idle on): a

@@ -100,11 +100,19 @@ class _Flow(_Sender):
         self.avail = self.nxt = self.out = 0
         self.una = 0                   # the first segment not yet delivered
         self.recovery_end = -1         # in recovery until every segment below this is in
-        self.srtt, self.rttvar = s.rtt_s, s.rtt_s / 2
+        # Linux's RTT estimator (tcp_rtt_estimator), seeded by the handshake's sample:
+        # mdev4 is its mdev_us (four mean deviations), rttvar the largest of a round's,
+        # decaying by a quarter a round toward the next round's largest, never below rto_min
+        self.srtt, self.mdev4 = s.rtt_s, 2 * s.rtt_s
+        self.rttvar = self.mdev_max = max(self.mdev4, tcp.rto_min_s)
+        self.rtt_seq = 0
         self.rack_ts, self.rack_seg, self.rack_rtt = -math.inf, -1, s.rtt_s
         self.backoff = 1
         self.deadline, self.probed = math.inf, False
         self.round_end, self.round_min, self.round_n = 0, math.inf, 0
+        # cubic's HyStart acts until it first fires (ca->found), and again only after an
+        # RTO (cubictcp_state on TCP_CA_Loss): a restart after idle slow-starts without it
+        self.hystart_found = False
         self.limited = False
         # receiver
         self.got: list = []
@@ -131,7 +139,7 @@ class _Flow(_Sender):
     def _rto(self) -> float:
         """Linux's RTO from the smoothed round trip and its variation (what the restart
         after idle and cwnd validation compare with)."""
-        return self.srtt + max(4 * self.rttvar, self.tcp.rto_min_s)
+        return self.srtt + self.rttvar
 
     def rto(self) -> float:
         return self.backoff * self._rto()
@@ -317,6 +325,7 @@ class Sim:
         f.ssthresh = max(2.0, f.cwnd * f.tcp.beta)
         f.cwnd = 1.0
         f.epoch = None
+        f.hystart_found = False
         for _, s in f.order:
             if f.state[s] == 1:
                 f.state[s] = 2
@@ -333,6 +342,7 @@ class Sim:
         with the next), and `segs` arrived since the ACK before it (SACK)."""
         f = self.flows[j]
         new = 0
+        oldest = newest = None         # sent once, newly acknowledged: RTT samples
         for seg in itertools.chain(range(f.una, cum), segs):
             if f.state[seg] == 3:
                 continue
@@ -340,12 +350,19 @@ class Sim:
                 f.out -= 1
             f.state[seg] = 3
             new += 1
+            if f.sends[seg] == 1:
+                if oldest is None:
+                    oldest = seg
+                if newest is None or f.sent_at[seg] >= f.sent_at[newest]:
+                    newest = seg
             if (f.sent_at[seg], seg) > (f.rack_ts, f.rack_seg):
                 f.rack_ts, f.rack_seg, f.rack_rtt = f.sent_at[seg], seg, t - f.sent_at[seg]
-                if f.sends[seg] == 1:
-                    self.sample(f, t - f.sent_at[seg])
         if not new:
             return
+        if oldest is not None:
+            # one sample per ACK, as the kernel takes them: SRTT from the oldest segment it
+            # acknowledges, cubic's HyStart from the newest (tcp_clean_rtx_queue)
+            self.sample(f, t - f.sent_at[oldest], t - f.sent_at[newest], cum)
         f.probed, f.backoff = False, 1
         self.detect(t, j)
         while f.una < len(f.state) and f.state[f.una] == 3:
@@ -358,21 +375,40 @@ class Sim:
         if f.out:
             self.arm(t, j)
 
-    def sample(self, f: _Flow, rtt: float) -> None:
+    def sample(self, f: _Flow, rtt: float, ca_rtt: float, cum: int) -> None:
         err = rtt - f.srtt
         f.srtt += err / 8
-        f.rttvar += (abs(err) - f.rttvar) / 4
-        # HyStart (cubic): leave slow start when a round's RTT rises above the path's
-        if f.tcp.law == "cubic" and f.cwnd < f.ssthresh and f.cwnd >= HYSTART_LOW:
-            f.round_min = min(f.round_min, rtt)
-            f.round_n += 1
-            if f.round_n == HYSTART_SAMPLES:
+        m = abs(err) - f.mdev4 / 4
+        if err < 0 and m > 0:          # a falling RTT moves the deviation 8 x slower
+            m /= 8
+        f.mdev4 += m
+        if f.mdev4 > f.mdev_max:
+            f.mdev_max = f.mdev4
+            f.rttvar = max(f.rttvar, f.mdev_max)
+        if cum > f.rtt_seq:            # a round trip's samples are in
+            if f.mdev_max < f.rttvar:
+                f.rttvar -= (f.rttvar - f.mdev_max) / 4
+            f.rtt_seq, f.mdev_max = f.nxt, f.tcp.rto_min_s
+        # HyStart (cubic, hystart_update): leave slow start when the smallest RTT of a
+        # round's samples (from its ninth on) is above the path's by the threshold. A
+        # round ends once the segment sent first after its start is acknowledged
+        # (after(snd_una, end_seq)), so its first samples see the queue at its start;
+        # rounds are counted from the first window on, the check waits for a window of
+        # hystart_low_window (Linux since 25c1a9ca53db, 2025, in the stable kernels too)
+        if f.tcp.law == "cubic" and not f.hystart_found and f.cwnd < f.ssthresh:
+            if cum > f.round_end:
+                f.round_end, f.round_min, f.round_n = f.nxt, math.inf, 0
+            if f.cwnd < HYSTART_LOW:
+                return
+            f.round_min = min(f.round_min, ca_rtt)
+            if f.round_n < HYSTART_SAMPLES:
+                f.round_n += 1
+            else:
                 base = f.s.rtt_s * f.tcp.clock_scale
                 eta = min(max(base / 8, HYSTART_MIN_S), HYSTART_MAX_S) / f.tcp.clock_scale
                 if f.round_min > f.s.rtt_s + eta:
                     f.ssthresh = f.cwnd
-        if f.nxt >= f.round_end:       # a new round of HyStart's samples
-            f.round_end, f.round_min, f.round_n = f.nxt + int(f.cwnd), math.inf, 0
+                    f.hystart_found = True
 
     def detect(self, t: float, j: int) -> None:
         """RACK: segments sent before the newest delivered one and still missing."""
@@ -413,8 +449,6 @@ class Sim:
             f.high_rcv = max(f.high_rcv, seg)
             while f.rcv_nxt < len(f.got) and f.got[f.rcv_nxt]:
                 f.rcv_nxt += 1
-            if f.done < len(f.chunk_ends) and f.rcv_nxt >= f.chunk_ends[f.done]:
-                self.chunk_in(t, j)
         f.unacked.append(seg)
         # at once on a hole (or while one is open), else one ACK per two segments
         if hole or len(f.unacked) >= 2 or f.rcv_nxt <= f.high_rcv:
@@ -422,6 +456,10 @@ class Sim:
         elif f.delack_at == math.inf:
             f.delack_at = t + DELACK_S / self.tcp.clock_scale
             self.at(f.delack_at, self.delack, j, f.delack_at)
+        # the kernel acknowledges as the segment comes in; the application reads it, and
+        # writes what it allows (a pull's chunk, a ring's next step), after that ACK
+        if f.done < len(f.chunk_ends) and f.rcv_nxt >= f.chunk_ends[f.done]:
+            self.chunk_in(t, j)
 
     def delack(self, t: float, j: int, due: float) -> None:
         f = self.flows[j]

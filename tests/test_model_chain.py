@@ -231,3 +231,18 @@ def test_a_large_gradient_falls_back_to_the_closed_form():
     p = predict(sc)
     assert any("not simulated (too large" in c for c in p.caveats)
     assert not any("simulated" in k for k in p.terms)
+
+
+def test_cubic_grows_by_at_most_half_its_window_a_round_trip():
+    # tcp_cubic.c bictcp_update: cnt >= 2 ("cwnd grows at 1.5x per RTT") however far the
+    # cubic target is; before a first loss it grows at least 5 % a round trip (cnt <= 20)
+    assert ch.cubic_cnt(100, 10 ** 6, 0, True) == 2
+    assert ch.cubic_cnt(100, 101, 0, True) == pytest.approx(100)
+    assert ch.cubic_cnt(100, 101, 0, False) == 20
+    assert ch.cubic_cnt(100, 90, 110, True) == pytest.approx(10)   # the TCP-friendly pace
+    s = ch._Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
+    s.cwnd, s.ssthresh, s.w_max = 100.0, 50.0, 100.0
+    s._epoch(0.0, 0.0, 100.0)
+    for _ in range(100):                      # a window of ACKs, 30 s into the epoch
+        s._grow(30.0, 1)
+    assert 140 < s.cwnd <= 150

@@ -186,3 +186,80 @@ def test_lost_acks_are_covered_by_the_next_cumulative_ack():
     # call them lost)
     (end,), sim = alone([2000], queues=[link(), link(loss=0.05)], seed=3)
     assert retransmitted(sim) == 0 and all(f.rcv_nxt == 2000 for f in sim.flows)
+
+
+def one_flow(segments=1000, tcp=TCP):
+    sim = mp.Sim([mp.PacketStream((0,), (1,), 2 * DELAY, (segments,), (), "w")],
+                 [link(), link()], {"w": [0]}, 0.0, tcp, 1)
+    return sim, sim.flows[0]
+
+
+def test_hystart_rounds_start_with_the_first_window_so_an_empty_queue_does_not_end_slow_start():
+    # one stream alone on a 50 Mbps, 100 ms path with a queue that never fills: each slow
+    # start round's first samples see the queue empty until the window passes the path's
+    # BDP (413 segments), so HyStart lets slow start run past it (to the round whose first
+    # samples wait 12.5 ms; rounds counted from the first window on, Linux since
+    # 25c1a9ca53db); rounds counted from a window of 16 start mid-burst and end it at 24-32
+    (_,), sim = alone([3000])
+    f = sim.flows[0]
+    bdp = RATE * 2 * DELAY / SEG
+    assert f.hystart_found and bdp < f.ssthresh < 4 * bdp
+
+
+def test_hystart_acts_once_until_a_timeout():
+    # ca->found: once HyStart has ended a slow start, a later one (after idle) runs to its
+    # threshold; an RTO (TCP_CA_Loss, bictcp_reset) arms it again
+    sim, f = one_flow()
+    f.cwnd, f.ssthresh, f.nxt = 100.0, 400.0, 500
+    for _ in range(12):                               # a round of samples 20 ms above base
+        sim.sample(f, 2 * DELAY + 0.02, 2 * DELAY + 0.02, 1)
+    assert f.hystart_found and f.ssthresh == 100
+    f.cwnd, f.ssthresh, f.round_end = 50.0, 400.0, 0
+    for _ in range(12):
+        sim.sample(f, 2 * DELAY + 0.02, 2 * DELAY + 0.02, 600)
+    assert f.ssthresh == 400                          # latched: no second exit
+    f.add(1)
+    f.out, f.probed, f.deadline = 1, True, 5.0
+    f.state[0], f.order = 1, mp.deque([(0.0, 0)])
+    sim.timer(5.0, 0, 5.0)                            # the RTO
+    assert not f.hystart_found and f.cwnd == 1
+
+
+def test_the_rto_keeps_a_rounds_largest_deviation_like_linux():
+    # tcp_rtt_estimator: rttvar is the largest mean deviation of a round trip's samples and
+    # decays by a quarter a round toward the next round's largest; a falling RTT moves the
+    # deviation 8 x slower. After a 200 ms spike on a 100 ms path the RTO stays up for the
+    # rest of the round (an EWMA of the deviation is back near rto_min after a dozen
+    # ACKs), then decays round by round
+    sim, f = one_flow()
+    f.nxt = 10
+    for k in range(1, 40):                             # settle: rounds of base samples
+        f.nxt = 10 * k
+        sim.sample(f, 0.1, 0.1, 10 * k + 1)
+    assert f._rto() == pytest.approx(f.srtt + TCP.rto_min_s, rel=0.05)
+    f.nxt = 1000
+    sim.sample(f, 0.3, 0.3, 400)                        # the spike, inside a new round
+    up = f._rto() - f.srtt
+    for _ in range(12):
+        sim.sample(f, 0.1, 0.1, 400)
+    assert f._rto() - f.srtt == pytest.approx(up)      # held for the round
+    assert up > 0.15
+    rounds = []
+    for k in range(1, 12):                              # rounds of base samples
+        f.nxt = 1000 + 10 * k
+        for _ in range(12):
+            sim.sample(f, 0.1, 0.1, 1000 + 10 * (k - 1) + 1)
+        rounds.append(f._rto() - f.srtt)
+    assert rounds[0] > 0.7 * up and rounds[1] < rounds[0]
+    assert rounds[-1] < TCP.rto_min_s + 0.2 * up
+
+
+def test_the_ack_leaves_before_the_data_its_segment_lets_the_application_write():
+    # the kernel acknowledges a segment as it comes in; the server's pull chunk, written
+    # once the application has read that segment, goes after that ACK on the shared queue
+    # (so the push's last RTT sample is the path's, not behind the pull's 10-segment burst)
+    push = mp.PacketStream((0,), (1,), 2 * DELAY, (2,), (), "w")
+    pull = mp.PacketStream((1,), (0,), 2 * DELAY, (10,), (0,), None)
+    sim = mp.Sim([push, pull], [link(), link()], {"w": [1]}, 0.0, TCP, 1)
+    sim.run()
+    assert sim.flows[0].rack_rtt == pytest.approx(2 * DELAY + 2 * SEG / RATE, abs=1e-4)
