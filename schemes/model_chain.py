@@ -105,8 +105,10 @@ class _Sender:
         return self.hop.rtt_s + self.tcp.rto_min_s
 
     def _keep_ssthresh(self) -> None:
-        """tcp_current_ssthresh before the window shrinks: at least 3/4 of the window."""
-        self.ssthresh = max(self.ssthresh if math.isfinite(self.ssthresh) else 0.0, 0.75 * self.cwnd)
+        """tcp_current_ssthresh before the window shrinks: at least 3/4 of the window; a
+        threshold never set (TCP_INFINITE_SSTHRESH) stays unset, so a stream that has not
+        yet left slow start slow-starts again to wherever its window takes it."""
+        self.ssthresh = max(self.ssthresh, 0.75 * self.cwnd)
 
     def _restart(self, now: float) -> None:
         if self.flight or not self.tcp.restart_after_idle or self.last_send is None:

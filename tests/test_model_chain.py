@@ -246,3 +246,16 @@ def test_cubic_grows_by_at_most_half_its_window_a_round_trip():
     for _ in range(100):                      # a window of ACKs, 30 s into the epoch
         s._grow(30.0, 1)
     assert 140 < s.cwnd <= 150
+
+
+def test_a_restart_keeps_a_threshold_never_set():
+    # tcp_cwnd_restart sets ssthresh = tcp_current_ssthresh = max(ssthresh, 3/4 cwnd): a
+    # stream that never left slow start (TCP_INFINITE_SSTHRESH) slow-starts again to
+    # wherever its window takes it; one that did keeps at least 3/4 of its window
+    s = ch._Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
+    s.cwnd, s.last_send = 700.0, 0.0
+    s._restart(5.0)
+    assert s.cwnd == 10 and s.ssthresh == math.inf
+    s.cwnd, s.ssthresh, s.last_send = 700.0, 100.0, 10.0
+    s._restart(15.0)
+    assert s.cwnd == 10 and s.ssthresh == 525
