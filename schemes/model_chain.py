@@ -67,6 +67,9 @@ class Tcp:
     clock_scale: float       # kernel seconds per real-world second (the time dilation)
     restart_after_idle: bool
     seg_wire_bits: float     # bits one full segment takes on the wire
+    # segments a sender may have unacknowledged whatever its window: its send buffer
+    # (tcp_wmem max) and the receiver's window (tcp_rmem max), schemes.model.max_flight
+    max_flight: float = math.inf
 
 
 def cubic_cnt(cwnd: float, target: float, friendly: float, had_max: bool) -> float:
@@ -208,7 +211,7 @@ class _Sender:
             self._acks(now)
             if not self.flight and not retx:   # a segment not yet repaired is outstanding
                 self._restart(now)
-            room = int(self.cwnd - sum(f[1] for f in self.flight))
+            room = int(min(self.cwnd, t.max_flight) - sum(f[1] for f in self.flight))
             fresh = int(np.searchsorted(seg_ready, now, side="right")) - nxt
             retx.sort()
             due = next((i for i, r in enumerate(retx) if r[0] > now), len(retx))

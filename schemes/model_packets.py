@@ -24,10 +24,13 @@ model_chain._Sender (the same code); delayed ACKs (one per two segments, at once
 cumulative, with the segments since the ACK before as SACK);
 RACK loss detection (a segment sent before one that was delivered is lost once three later
 segments are in, or a quarter of the minimum round trip after); one window cut per
-recovery; the tail loss probe (2 SRTT) and the RTO (SRTT + max(4 RTTVAR, rto_min)); cubic's
-HyStart delay exit. Left out: PRR's pacing of the recovery (the window is cut at once),
-SACK blocks' limits, the receive window (the kernel's autotuning lets it grow far beyond
-these windows), the hosts' NIC queues.
+recovery; the tail loss probe (2 SRTT) and the RTO (Linux's estimator: SRTT + the largest
+deviation of a round); cubic's HyStart delay exit as Linux has it (once per connection,
+rounds from the first window); at most Tcp.max_flight segments unacknowledged (the send
+buffer, tcp_wmem max, and the receive window's maximum). Left out: PRR's pacing of the
+recovery (the window is cut at once), SACK blocks' limits, the receive window's
+autotuning (it grows ahead of these windows), HyStart's ACK-train exit, the hosts' NIC
+queues.
 
 Streams depend on each other as in model_chain (a tree's pull chunk after that chunk of
 every push; a ring hop's step after its left neighbour's previous step), and the window
@@ -272,7 +275,7 @@ class Sim:
         if f.out == 0 and not f.retx:
             f._restart(t)
         sent = False
-        while f.out < int(f.cwnd) and (f.retx or f.nxt < f.avail):
+        while f.out < int(min(f.cwnd, tcp.max_flight)) and (f.retx or f.nxt < f.avail):
             if f.retx:
                 seg = f.retx.popleft()
                 if f.state[seg] != 2:

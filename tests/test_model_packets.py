@@ -263,3 +263,19 @@ def test_the_ack_leaves_before_the_data_its_segment_lets_the_application_write()
     sim = mp.Sim([push, pull], [link(), link()], {"w": [1]}, 0.0, TCP, 1)
     sim.run()
     assert sim.flows[0].rack_rtt == pytest.approx(2 * DELAY + 2 * SEG / RATE, abs=1e-4)
+
+
+def test_a_sender_holds_no_more_than_its_send_buffer_unacknowledged():
+    # the send buffer keeps every segment until it is acknowledged (tcp_wmem max 4 MiB at
+    # SNDBUF_PER_SEGMENT each: 1727 segments, what a capture showed a ring hop hold for 30 s
+    # where its window would have overflowed the queue); a 100-segment cap on a 50 Mbps,
+    # 100 ms path sends 100 segments a round trip whatever the window: slow start's 10, 20,
+    # 40, 80 in four round trips, then the other 1850 at 100 a round trip
+    capped = dataclasses.replace(TCP, max_flight=100)
+    (end,), sim = alone([2000], tcp=capped)
+    (free,), _ = alone([2000])
+    assert end == pytest.approx((4 + 1850 / 100) * 2 * DELAY + DELAY, rel=0.05)
+    assert free < end / 2
+    assert M.max_flight(scn()) == pytest.approx(4194304 / M.SNDBUF_PER_SEGMENT)
+    big = scn(extra="tcp: {wmem_bytes: [4096, 16384, 67108864]}")
+    assert M.max_flight(big) == pytest.approx(M.RWND_MAX / M.MSS)   # then the receive window
