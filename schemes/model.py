@@ -46,12 +46,12 @@ RTO_MIN_S = 0.200              # Linux's TCP_RTO_MIN, on the emulated clock
 CUBIC_BETA = 0.7               # RFC 8312's beta (Linux: 717/1024; workers/congestion.Aimd.beta)
 CUBIC_C_SEGMENTS = 0.4         # RFC 8312's C, segments / s^3 (Linux's cubic)
 RWND_MAX = 6291456 // 2        # tcp_rmem max (6 MiB, stock Linux) with half kept for overhead
+                               # (the scenario's tcp.rmem_bytes when it sets them)
 WMEM_MAX = 4194304             # tcp_wmem max (4 MiB, stock Linux): a sender's send buffer
 # send buffer a segment in flight takes (its 1448 bytes and its sk_buff), measured: a ring
 # hop at 50 Mbps on a 233 ms path (2012 segments before its queue overflows) held 1699-1727
 # segments unacknowledged for 30 s with tcp_wmem max 4 MiB (4194304 / 1727)
 SNDBUF_PER_SEGMENT = 2429
-                               # (the scenario's tcp.rmem_bytes when it sets them)
 # Measured on these machines (shared/DESIGN.md, "Scale"): the Python softswitch forwards
 # and aggregates about 40 kpps; emulated packets per second, x s in real-world units.
 SOFTSWITCH_PPS = 40_000.0

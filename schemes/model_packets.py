@@ -379,6 +379,15 @@ class Sim:
             self.arm(t, j)
 
     def sample(self, f: _Flow, rtt: float, ca_rtt: float, cum: int) -> None:
+        """One ACK's RTT samples (rtt for SRTT and the RTO, ca_rtt for HyStart); cum: its
+        cumulative point, which ends the estimator's and HyStart's rounds."""
+        self.estimate_rtt(f, rtt, cum)
+        if f.tcp.law == "cubic" and not f.hystart_found and f.cwnd < f.ssthresh:
+            self.hystart(f, ca_rtt, cum)
+
+    @staticmethod
+    def estimate_rtt(f: _Flow, rtt: float, cum: int) -> None:
+        """Linux's tcp_rtt_estimator."""
         err = rtt - f.srtt
         f.srtt += err / 8
         m = abs(err) - f.mdev4 / 4
@@ -392,26 +401,28 @@ class Sim:
             if f.mdev_max < f.rttvar:
                 f.rttvar -= (f.rttvar - f.mdev_max) / 4
             f.rtt_seq, f.mdev_max = f.nxt, f.tcp.rto_min_s
-        # HyStart (cubic, hystart_update): leave slow start when the smallest RTT of a
-        # round's samples (from its ninth on) is above the path's by the threshold. A
-        # round ends once the segment sent first after its start is acknowledged
-        # (after(snd_una, end_seq)), so its first samples see the queue at its start;
-        # rounds are counted from the first window on, the check waits for a window of
-        # hystart_low_window (Linux since 25c1a9ca53db, 2025, in the stable kernels too)
-        if f.tcp.law == "cubic" and not f.hystart_found and f.cwnd < f.ssthresh:
-            if cum > f.round_end:
-                f.round_end, f.round_min, f.round_n = f.nxt, math.inf, 0
-            if f.cwnd < HYSTART_LOW:
-                return
-            f.round_min = min(f.round_min, ca_rtt)
-            if f.round_n < HYSTART_SAMPLES:
-                f.round_n += 1
-            else:
-                base = f.s.rtt_s * f.tcp.clock_scale
-                eta = min(max(base / 8, HYSTART_MIN_S), HYSTART_MAX_S) / f.tcp.clock_scale
-                if f.round_min > f.s.rtt_s + eta:
-                    f.ssthresh = f.cwnd
-                    f.hystart_found = True
+
+    @staticmethod
+    def hystart(f: _Flow, ca_rtt: float, cum: int) -> None:
+        """Cubic's HyStart delay exit (hystart_update): leave slow start when the smallest
+        RTT of a round's samples (from its ninth on) is above the path's by the threshold.
+        A round ends once the segment sent first after its start is acknowledged
+        (after(snd_una, end_seq)), so its first samples see the queue at its start; rounds
+        are counted from the first window on, the check waits for a window of
+        hystart_low_window (Linux since 25c1a9ca53db, 2025, in the stable kernels too)."""
+        if cum > f.round_end:
+            f.round_end, f.round_min, f.round_n = f.nxt, math.inf, 0
+        if f.cwnd < HYSTART_LOW:
+            return
+        f.round_min = min(f.round_min, ca_rtt)
+        if f.round_n < HYSTART_SAMPLES:
+            f.round_n += 1
+            return
+        base = f.s.rtt_s * f.tcp.clock_scale
+        eta = min(max(base / 8, HYSTART_MIN_S), HYSTART_MAX_S) / f.tcp.clock_scale
+        if f.round_min > f.s.rtt_s + eta:
+            f.ssthresh = f.cwnd
+            f.hystart_found = True
 
     def detect(self, t: float, j: int) -> None:
         """RACK: segments sent before the newest delivered one and still missing."""
