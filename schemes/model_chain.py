@@ -27,6 +27,8 @@ fitted factor):
     the kernel's clock: the emulated seconds, rtt x s, with its TCP-friendly region) or
     Reno's +1 per round trip; only while the window limits the sender
     (tcp_is_cwnd_limited);
+  - cwnd validation (tcp_cwnd_application_limited): a window neither filled nor
+    acknowledged for an RTO shrinks halfway to what was used;
   - slow start after idle (tcp_cwnd_restart): with nothing in flight or awaiting repair,
     cwnd halves per RTO idle, not below min(initial window, cwnd); ssthresh keeps 3/4 of
     the window before; cubic does not count the idle time.
@@ -127,6 +129,7 @@ class _Sender:
             c /= 2
             idle -= rto
         self.cwnd = max(c, floor)
+        self.used, self.stamp = 0, now   # tcp_cwnd_restart stamps the new window
         if self.epoch is not None:   # cubic does not count idle time (CA_EVENT_TX_START)
             self.epoch += (now - self.last_send) * self.tcp.clock_scale
 
@@ -165,8 +168,9 @@ class _Sender:
 
     def _validate(self, now: float, inflight: int, limited: bool) -> None:
         """Linux's cwnd validation (tcp_cwnd_validate, with slow start after idle on): a
-        sender that has not filled its window for an RTO shrinks it halfway to what it
-        used (tcp_cwnd_application_limited), not below the initial window."""
+        sender that for an RTO has neither filled its window nor heard an ACK of new data
+        (_acked) shrinks it halfway to what it used (tcp_cwnd_application_limited), not
+        below the initial window."""
         if limited or not self.tcp.restart_after_idle:
             self.used, self.stamp = 0, now
             return
@@ -177,6 +181,12 @@ class _Sender:
                 self._keep_ssthresh()
                 self.cwnd = (self.cwnd + used) / 2
             self.used, self.stamp = 0, now
+
+    def _acked(self, now: float) -> None:
+        """An ACK of new data outside a window reduction: tcp_cong_avoid runs (whether or
+        not the window may grow) and stamps the window as in use (snd_cwnd_stamp), so the
+        application-limited shrink of _validate needs an RTO without such ACKs."""
+        self.stamp = max(self.stamp, now)
 
     def _in_recovery(self) -> bool:
         return any(f[2] for f in self.flight)
@@ -189,8 +199,10 @@ class _Sender:
             elif lost:
                 if sent >= self.cut_mark:
                     self._cut(back)
-            elif limited:
-                self._grow(back, n)
+            else:
+                self._acked(back)
+                if limited:
+                    self._grow(back, n)
         self.flight = keep
 
     def send(self, ready: float, segments: int, rng: np.random.Generator) -> float:

@@ -20,7 +20,8 @@ delay and its random loss (the datacenter links too: without their rate, a serve
 sums left at once and overflowed the WAN queue, where the emulation feeds them at the LAN's
 pace). Each stream is a Linux-like TCP sender and receiver:
 the window, slow start, cubic or reno growth, slow start after idle and cwnd validation of
-model_chain._Sender (the same code); delayed ACKs (one per two segments, at once on a hole;
+model_chain._Sender (the same code), with tcp_cwnd_validate's record of the window that
+limited the sender (it grows on all that window's ACKs); delayed ACKs (one per two segments, at once on a hole;
 cumulative, with the segments since the ACK before as SACK);
 RACK loss detection (a segment sent before one that was delivered is lost once three later
 segments are in, or a quarter of the minimum round trip after); one window cut per
@@ -116,7 +117,10 @@ class _Flow(_Sender):
         # cubic's HyStart acts until it first fires (ca->found), and again only after an
         # RTO (cubictcp_state on TCP_CA_Loss): a restart after idle slow-starts without it
         self.hystart_found = False
-        self.limited = False
+        # tcp_cwnd_validate's record of whether the window limits the sender: set for the
+        # window it was seen in (until snd_una passes cwnd_usage_seq), with the most
+        # segments out in that window (max_packets_out)
+        self.cwnd_limited, self.max_out, self.usage_seq = False, 0, 0
         # receiver
         self.got: list = []
         self.rcv_nxt = 0
@@ -128,6 +132,22 @@ class _Flow(_Sender):
 
     def _in_recovery(self) -> bool:
         return self.recovery_end >= 0
+
+    def note_usage(self, cwnd_limited: bool) -> None:
+        """tcp_cwnd_validate's first part, after a transmission attempt: a window in which
+        the sender was cwnd-limited counts as limited until it is acknowledged, even when
+        the application runs dry in it (so its ACKs grow the window); otherwise the most
+        segments it had out."""
+        if self.una >= self.usage_seq or cwnd_limited or \
+                (not self.cwnd_limited and self.out > self.max_out):
+            self.cwnd_limited, self.max_out, self.usage_seq = cwnd_limited, self.out, self.nxt
+
+    def is_cwnd_limited(self) -> bool:
+        """tcp_is_cwnd_limited: limited in the current window, or in slow start with the
+        window below twice the most segments out."""
+        if self.cwnd_limited:
+            return True
+        return self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_out
 
     def add(self, n: int) -> None:
         """The application wrote n more segments."""
@@ -291,9 +311,13 @@ class Sim:
             f.last_send = t
             sent = True
             self.travel(t, f.s.data, 0, tcp.seg_wire_bits, self.arrive, (j, seg))
+        # tcp_write_xmit's ending: cwnd-limited when the window is full, then
+        # tcp_cwnd_validate when it sent something or the window stopped it
+        full = f.out >= int(f.cwnd)
+        if sent or full:
+            f.note_usage(full)
+            f._validate(t, f.out, f.is_cwnd_limited())
         if sent:
-            f.limited = f.out >= int(f.cwnd) or f.cwnd < 2 * f.out and f.cwnd < f.ssthresh
-            f._validate(t, f.out, f.limited)
             self.arm(t, j)
 
     def arm(self, t: float, j: int) -> None:
@@ -372,8 +396,10 @@ class Sim:
             f.una += 1
         if 0 <= f.recovery_end <= f.una:   # every segment sent before the cut is in
             f.recovery_end = -1
-        if f.recovery_end < 0 and f.limited:
-            f._grow(t, new)
+        if f.recovery_end < 0:
+            f._acked(t)
+            if f.is_cwnd_limited():
+                f._grow(t, new)
         self.send(t, j)
         if f.out:
             self.arm(t, j)

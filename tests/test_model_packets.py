@@ -279,3 +279,49 @@ def test_a_sender_holds_no_more_than_its_send_buffer_unacknowledged():
     assert M.max_flight(scn()) == pytest.approx(4194304 / M.SNDBUF_PER_SEGMENT)
     big = scn(extra="tcp: {wmem_bytes: [4096, 16384, 67108864]}")
     assert M.max_flight(big) == pytest.approx(M.RWND_MAX / M.MSS)   # then the receive window
+
+
+def test_a_window_that_limited_the_sender_grows_on_all_its_acks():
+    # tcp_cwnd_validate keeps is_cwnd_limited for the window it was seen in (until snd_una
+    # passes cwnd_usage_seq): a sender that filled its window of 10, then sends the one
+    # segment more its application has, grows on every ACK of that window, not only until
+    # that send; the window after, which it does not fill, does not grow (a capture of a
+    # hier-ps pull at 100 Mbps: restarts from 245 and 463 segments, where the model that
+    # forgot the window at each application-limited send had 177 and 290)
+    sim, f = one_flow(tcp=dataclasses.replace(TCP, law="reno"))
+    f.cwnd = f.ssthresh = 10.0
+    f.add(10)
+    sim.send(0.0, 0)                        # fills the window
+    sim.ack(0.10, 0, [], 2)
+    f.add(1)
+    sim.send(0.10, 0)                       # the application's one segment more
+    before = f.cwnd
+    sim.ack(0.12, 0, [], 4)
+    assert f.cwnd > before                  # still the limited window's ACKs
+    sim.ack(0.14, 0, [], 11)                # that window is in
+    f.add(1)
+    sim.send(0.14, 0)
+    after = f.cwnd
+    sim.ack(0.30, 0, [], 12)
+    assert f.cwnd == after
+
+
+def test_acks_of_new_data_keep_an_application_limited_window():
+    # tcp_cong_avoid stamps the window as in use on every ACK of new data (snd_cwnd_stamp),
+    # whether or not it may grow, so RFC 2861's shrink (tcp_cwnd_application_limited) needs
+    # an RTO without such an ACK: a sender that never fills its window of 100 but hears
+    # ACKs keeps it; one that hears nothing for an RTO shrinks halfway to what it used
+    def window_after(acks):
+        sim, f = one_flow(tcp=dataclasses.replace(TCP, restart_after_idle=True))
+        f._rto = lambda: 0.3
+        f.cwnd, f.ssthresh = 100.0, 50.0
+        f.add(10)
+        sim.send(0.0, 0)
+        for k, t in enumerate(acks, 1):
+            sim.ack(t, 0, [], 2 * k)
+        f.add(1)
+        sim.send(1.0, 0)
+        return f.cwnd
+
+    assert window_after([0.25, 0.5, 0.75, 0.95]) == 100
+    assert window_after([]) == pytest.approx((100 + 11) / 2)
