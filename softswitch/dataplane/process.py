@@ -252,8 +252,8 @@ def main(argv=None) -> int:
             close()
         if grpc_server is not None:
             log.info("p4runtime: %s", " ".join(f"{k} {v}" for k, v in grpc_server.service.stats.items()))
+            bridge.close()       # first: no gRPC thread may wait for the stopped loop
             grpc_server.stop()
-            bridge.close()
         loop.close()
         logging.shutdown()
     return 0

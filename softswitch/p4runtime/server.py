@@ -34,17 +34,22 @@ class LoopBridge:
         self._rsock, self._wsock = socket.socketpair()
         self._rsock.setblocking(False)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
 
     def register(self, selector: selectors.BaseSelector):
         selector.register(self._rsock, selectors.EVENT_READ, self._drain)
 
     def call(self, fn, *args):
         fut: concurrent.futures.Future = concurrent.futures.Future()
-        self._queue.put((fn, args, fut))
-        try:
-            self._wsock.send(b"x")
-        except BlockingIOError:
-            pass   # a wake-up is already pending
+        with self._lock:
+            if self._closed:
+                raise LoopStopped("the switch is stopping")
+            self._queue.put((fn, args, fut))
+            try:
+                self._wsock.send(b"x")
+            except BlockingIOError:
+                pass   # a wake-up is already pending
         return fut.result(timeout=CALL_TIMEOUT_S)
 
     def _drain(self, _mask):
@@ -63,8 +68,23 @@ class LoopBridge:
                 fut.set_exception(e)
 
     def close(self):
-        self._rsock.close()
-        self._wsock.close()
+        """Once the loop has stopped: calls still waiting for it, and any made later, fail
+        at once. A gRPC thread left waiting (a stream's goodbye racing SIGTERM) would hold
+        the process's exit for CALL_TIMEOUT_S: the pool's threads are joined at exit."""
+        with self._lock:
+            self._closed = True
+            while True:
+                try:
+                    _fn, _args, fut = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                fut.set_exception(LoopStopped("the switch is stopping"))
+            self._rsock.close()
+            self._wsock.close()
+
+
+class LoopStopped(RuntimeError):
+    """A call handed to a switch loop that has stopped."""
 
 
 class _Status(collections.namedtuple("_Status", ("code", "details", "trailing_metadata")), grpc.Status):

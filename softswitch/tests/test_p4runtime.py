@@ -22,7 +22,7 @@ from softswitch.p4runtime.errors import P4RuntimeError
 from softswitch.p4runtime.p4info import assign_ids, build_p4info, jenkins_one_at_a_time, shortest_unique_suffixes
 from softswitch.p4runtime.proto import code_pb2, p4rt
 from softswitch.p4runtime.proto import p4info as p4info_pb
-from softswitch.p4runtime.server import LoopBridge, P4RuntimeServer
+from softswitch.p4runtime.server import LoopBridge, LoopStopped, P4RuntimeServer
 from softswitch.p4runtime.service import P4RuntimeService
 from softswitch.target.switch import Switch
 
@@ -308,6 +308,31 @@ def test_p4runtime_reads_and_writes_the_cells_the_compiled_path_uses():
         csw.close()
     finally:
         s.stop()
+
+
+def test_a_call_waiting_for_a_stopped_loop_fails_at_once_when_the_bridge_closes():
+    # the switch process closes the bridge once its loop has stopped: a gRPC thread still
+    # waiting on it (a stream's goodbye racing SIGTERM; seen in CI as a process that took
+    # over 10 s to exit) must not wait CALL_TIMEOUT_S, and a later call fails at once
+    bridge = LoopBridge()                       # no loop drains it
+    outcome = []
+
+    def caller():
+        try:
+            outcome.append(bridge.call(lambda: "answered"))
+        except LoopStopped as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=caller, daemon=True)
+    t.start()
+    time.sleep(0.1)
+    closed = time.monotonic()
+    bridge.close()
+    t.join(5)
+    assert not t.is_alive() and time.monotonic() - closed < 2
+    assert isinstance(outcome[0], LoopStopped)
+    with pytest.raises(LoopStopped):
+        bridge.call(lambda: "answered")
 
 
 def test_the_softswitch_process_serves_p4runtime_beside_the_cli(tmp_path):
