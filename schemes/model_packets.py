@@ -311,10 +311,11 @@ class Sim:
             f.last_send = t
             sent = True
             self.travel(t, f.s.data, 0, tcp.seg_wire_bits, self.arrive, (j, seg))
-        # tcp_write_xmit's ending: cwnd-limited when the window is full, then
-        # tcp_cwnd_validate when it sent something or the window stopped it
+        # tcp_write_xmit's ending (it runs only with data waiting to go): cwnd-limited when
+        # the window is full, then tcp_cwnd_validate when it sent something or the window
+        # stopped it
         full = f.out >= int(f.cwnd)
-        if sent or full:
+        if sent or (full and (f.retx or f.nxt < f.avail)):
             f.note_usage(full)
             f._validate(t, f.out, f.is_cwnd_limited())
         if sent:
