@@ -20,9 +20,10 @@ fitted factor):
   - bursts of min(cwnd - in flight, what is sendable) segments; each segment arrives when
     serialized at the stream's rate, plus the one-way delay, unless lost (independently,
     with the path's loss probability);
-  - a loss followed by a delivered segment is found by RACK a quarter round trip after
-    the ACKs of its burst (min_rtt / 4 reordering window), a stream's last segment by the
-    tail loss probe (2 smoothed round trips); one cut per window (x beta);
+  - a loss followed by three delivered segments is found by RACK at the third one's ACK
+    (no reordering window then), with fewer after it a quarter round trip after the ACKs
+    of its burst (min_rtt / 4), a stream's last segment by the tail loss probe (2 smoothed
+    round trips); one cut per window (x beta);
   - growth: slow start (+ acknowledged segments) below ssthresh, then cubic (RFC 8312, on
     the kernel's clock: the emulated seconds, rtt x s, with its TCP-friendly region) or
     Reno's +1 per round trip; only while the window limits the sender
@@ -45,6 +46,7 @@ import numpy as np
 
 CUBIC_C = 0.4          # RFC 8312's C (segments / s^3)
 RACK_REO = 0.25        # RACK's reordering window: min_rtt / 4 (Linux's default)
+DUP_THRESH = 3         # ... and none once this many later segments are in (tcp_rack_reo_wnd)
 TLP_SRTTS = 2.0        # tail loss probe timeout: 2 x SRTT (RFC 8985)
 MIN_RTT_S = 1e-4       # a hop configured with no delay still takes this long (cubic's clock)
 
@@ -246,12 +248,19 @@ class _Sender:
             # each segment arrives once it is serialized (not the whole burst)
             arrive = start + (np.arange(1, n + 1) * t.seg_wire_bits / h.rate_bps) + h.delay_s
             seg_done[ids[~lost]] = arrive[~lost]
-            # a loss is found when a later segment is acknowledged (RACK, a quarter round
-            # trip of reordering window later); the stream's last segment only by the tail
-            # loss probe
+            # a loss is found when later segments are acknowledged (RACK): at the ACK of the
+            # DUP_THRESH-th segment after it (Linux's reordering window is 0 once that many
+            # are SACKed: tcp_rack_reo_wnd), with fewer after it in the burst a quarter round
+            # trip after the burst's ACKs; the stream's last segment only by the tail probe
+            ser = t.seg_wire_bits / h.rate_bps
             for j in np.flatnonzero(lost):
-                tail = j == n - 1 and nxt == total
-                retx.append((end + (TLP_SRTTS if tail else 1 + RACK_REO) * h.rtt_s, int(ids[j])))
+                if j == n - 1 and nxt == total:
+                    due = end + TLP_SRTTS * h.rtt_s
+                elif n - 1 - j >= DUP_THRESH:
+                    due = start + (j + 1 + DUP_THRESH) * ser + h.rtt_s
+                else:
+                    due = end + (1 + RACK_REO) * h.rtt_s
+                retx.append((due, int(ids[j])))
             # the window grows only while it limits the sender (tcp_is_cwnd_limited): in
             # slow start while it is under twice what is in flight, after it once filled
             inflight = n + sum(f[1] for f in self.flight)

@@ -71,10 +71,16 @@ def test_a_lost_tail_waits_for_the_probe():
 
 
 def test_a_lost_segment_before_the_tail_is_found_by_rack():
+    # 5 segments in one window. The second lost: three later segments are in, so RACK
+    # finds it at the third one's ACK (Linux's reordering window is 0 then), it is sent
+    # again behind the burst and arrives
     s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
-    # 5 segments in one window, one of the first four lost: found a quarter round trip
-    # after the ACK of the later ones, sent again, arrives
     done = s.send(0.0, 5, Scripted([1], []))
+    assert done == pytest.approx(5 * SER + RTT + SER + D)
+    # the fourth lost: one later segment only, found a quarter round trip after the
+    # burst's ACKs
+    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    done = s.send(0.0, 5, Scripted([3], []))
     assert done == pytest.approx(5 * SER + 1.25 * RTT + SER + D)
 
 
