@@ -21,8 +21,8 @@ sums left at once and overflowed the WAN queue, where the emulation feeds them a
 pace). Each stream is a Linux-like TCP sender and receiver:
 the window, slow start, cubic or reno growth, slow start after idle and cwnd validation of
 model_chain._Sender (the same code), with tcp_cwnd_validate's record of the window that
-limited the sender (it grows on all that window's ACKs); delayed ACKs (one per two segments, at once on a hole;
-cumulative, with the segments since the ACK before as SACK);
+limited the sender (it grows on all that window's ACKs); delayed ACKs (one per two
+segments, at once on a hole; cumulative, with the segments since the ACK before as SACK);
 RACK loss detection (a segment sent before one that was delivered is lost once three later
 segments are in, or a quarter of the minimum round trip after); one window cut per
 recovery; the tail loss probe (2 SRTT) and the RTO (Linux's estimator: SRTT + the largest
@@ -47,12 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schemes.model_chain import Hop, Tcp, _Sender, _compute
+from schemes.model_chain import DUP_THRESH, RACK_REO, Hop, Tcp, _Sender, _compute
 from schemes.model_chain import pace as chain_pace
 from topologies.linkemu import queue_bytes
 
 ACK_WIRE_BITS = 8 * 66        # a pure ACK on the wire (schemes.model.ACK_FRAME)
-DUP_THRESH = 3                # RACK: a hole with this many segments delivered after it is a loss
 HYSTART_LOW = 16              # HyStart acts from this window (segments; Linux's hystart_low_window)
 HYSTART_SAMPLES = 8           # RTT samples per round HyStart takes its minimum of
 HYSTART_MIN_S, HYSTART_MAX_S = 0.004, 0.016   # its delay threshold clamp, kernel seconds
@@ -463,7 +462,7 @@ class Sim:
                 continue
             # Linux's reordering window: none once DUP_THRESH later segments are in (no
             # reordering on these paths) or in recovery, else a quarter of min_rtt
-            reo = 0.0 if f.rack_seg - seg >= DUP_THRESH or f.recovery_end >= 0 else f.s.rtt_s / 4
+            reo = 0.0 if f.rack_seg - seg >= DUP_THRESH or f.recovery_end >= 0 else RACK_REO * f.s.rtt_s
             if t < sent + f.rack_rtt + reo:
                 self.at(sent + f.rack_rtt + reo, self.recheck, j)
                 break

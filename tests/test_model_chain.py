@@ -270,12 +270,9 @@ def test_a_restart_keeps_a_threshold_never_set():
 def test_an_application_limited_stream_that_hears_acks_keeps_its_window():
     # the round-level sender too: every ACK of new data stamps the window as in use
     # (tcp_cong_avoid), so a stream sending 5 segments every 50 ms on a 100 ms path, never
-    # filling its window of 100, keeps it; the shrink needs an RTO without ACKs
+    # filling its window of 100, keeps it for 2 s (without the stamp, cwnd validation
+    # took it down to 29 by halving toward what it used after each RTO of 0.3 s)
     s = ch._Sender(ch.Hop(0.1, 0.05, 1e9, 0.0), tcp("reno"))
     s.cwnd, s.ssthresh = 100.0, 50.0
     s.stream(np.arange(40) * 0.05, np.full(40, 5), np.random.default_rng(0))
     assert s.cwnd == 100
-    quiet = ch._Sender(ch.Hop(0.1, 0.05, 1e9, 0.0), tcp("reno"))
-    quiet.cwnd, quiet.ssthresh = 100.0, 50.0
-    quiet.stream(np.arange(4) * 1.0, np.full(4, 5), np.random.default_rng(0))
-    assert quiet.cwnd < 100
