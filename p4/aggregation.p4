@@ -537,8 +537,12 @@ control MyIngress(inout headers hdr, inout metadata meta,
         meta.agg.route = 1;
         agg_events.count(EV_UP);
     }
+    /* A result keeps the RETX bit of what completed it (a re-sent contribution or
+     * partial sum, or a parent's result that carried it): the workers take no round-trip
+     * sample from it, since it waited for someone's loss recovery (Karn's rule over the
+     * job; docs/protocol.md). */
     action multicast_result() {
-        originate(AGG_FLAG_RESULT);
+        originate(AGG_FLAG_RESULT | (hdr.agg.flags & AGG_FLAG_RETX));
         hdr.agg.fan_in = meta.agg.fan_in;
         standard_metadata.mcast_grp = meta.agg.mcast_grp;
         meta.agg.mcast = 1;
@@ -701,7 +705,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
                                 if (meta.agg.is_root == 1) {
                                     multicast_result();
                                 } else {
-                                    send_up(0);
+                                    send_up(hdr.agg.flags & AGG_FLAG_RETX);
                                     if (meta.agg.repair == 1) {
                                         /* start the copy's repair timer: the completing
                                          * contribution, as received, names the copy */

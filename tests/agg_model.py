@@ -192,7 +192,7 @@ class ModelSwitch:
             return self._route(f)
 
         def multicast():
-            originate(ap.RESULT)
+            originate(ap.RESULT | (flags & ap.RETX))
             f[55] = p["fan_in"]
             ev[EV["MCAST"]] += 1
             out = []
@@ -266,6 +266,6 @@ class ModelSwitch:
             ev[EV["COMPLETE"]] += 1
             if p["is_root"] == 1:
                 return multicast()
-            up = send_up(0)
+            up = send_up(flags & ap.RETX)
             return (self._timer_clone(repair[1], original) if repair else []) + up
         return []

@@ -7,10 +7,12 @@ import numpy as np
 from workers import agg_packet as ap
 
 
-def result_for(send_payload: bytes, total: np.ndarray, k: int) -> bytes:
-    """The switch's RESULT for a contribution: the job's sum of that chunk."""
+def result_for(send_payload: bytes, total: np.ndarray, k: int, late: bool = False) -> bytes:
+    """The switch's RESULT for a contribution: the job's sum of that chunk, with RETX when
+    it answers a re-send or when `late` (another worker's re-send completed the chunk)."""
     f = ap.decode(send_payload)
-    return ap.encode(f.job, ap.RESULT | (f.flags & ap.OVERFLOW), f.slot, f.gen, f.offset, 0, f.fan_in,
+    flags = ap.RESULT | (f.flags & ap.OVERFLOW) | (ap.RETX if late else f.flags & ap.RETX)
+    return ap.encode(f.job, flags, f.slot, f.gen, f.offset, 0, f.fan_in,
                      f.exponent, total[f.offset // k])
 
 

@@ -175,6 +175,37 @@ def test_lost_upward_partial_is_resent(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_result_completed_by_a_resent_contribution_carries_retx(kind):
+    """Karn's rule over the job: a result that waited for someone's re-send says so (RETX),
+    to every worker and through every level, so no worker takes its round trip as a
+    sample. Only what completes a copy counts: a re-send that arrived before the last
+    first transmission did not delay the result."""
+    net, hosts = two_level(kind, window=8)
+    vals = {h: vec(30 + i) for i, h in enumerate(hosts)}
+
+    def run(slot, resent):
+        arrivals = []
+        for h in hosts:
+            flags = ap.DATA | ap.RETX if h in resent else ap.DATA
+            arrivals += net.send(h, net.contribute(h, slot, 1, vals[h], flags=flags))
+        res = collect(net, arrivals)
+        assert sorted(res) == hosts
+        return {f.flags for f in res.values()}
+
+    assert run(3, resent=()) == {ap.RESULT}
+    # the last contribution (it completes rack 2, whose partial completes the root) is a re-send
+    assert run(4, resent=(hosts[3],)) == {ap.RESULT | ap.RETX}
+    # rack 1's partial was completed by a re-send, but rack 2's, later, by a first copy
+    assert run(5, resent=(hosts[1],)) == {ap.RESULT}
+    # a duplicate re-send that completes nothing leaves the result clean
+    arrivals = net.send(hosts[0], net.contribute(hosts[0], 6, 1, vals[hosts[0]]))
+    arrivals += net.send(hosts[0], net.contribute(hosts[0], 6, 1, vals[hosts[0]], flags=ap.DATA | ap.RETX))
+    for h in hosts[1:]:
+        arrivals += net.send(h, net.contribute(h, 6, 1, vals[h]))
+    assert {f.flags for f in collect(net, arrivals).values()} == {ap.RESULT}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_lost_result_is_recovered_from_parent(kind):
     net, hosts = two_level(kind)
     vals = {h: vec(20 + i) for i, h in enumerate(hosts)}

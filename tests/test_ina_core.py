@@ -71,9 +71,10 @@ def drive(cfg, seed, tensors=3, loss=0.03, dup=0.03, bad=0.02, mbps=None, queue_
                     if start - t > queue_s:
                         continue
                     link_free = at = start + frame_s
+                late = bool(rng.random() < loss)     # another worker's re-send completed it
                 for _ in range(2 if rng.random() < dup else 1):
                     due = at + 0.01 + float(rng.uniform(0, 0.01))
-                    heapq.heappush(net, (np.ceil(due / tick) * tick, tie, result_for(p, total, k)))
+                    heapq.heappush(net, (np.ceil(due / tick) * tick, tie, result_for(p, total, k, late)))
                     tie += 1
                 if rng.random() < bad:
                     heapq.heappush(net, (np.ceil((t + 0.01) / tick) * tick, tie, malformed(rng, p)))
@@ -322,3 +323,18 @@ def test_a_clock_going_backwards_is_refused_alike():
             c.on_packet(result_for(s.payload, np.full((1, 32), 3, np.int32), 32), 0.5)
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("make", [InaClient, InaCoreClient])
+def test_a_result_another_workers_resend_completed_gives_no_round_trip_sample(make):
+    """Karn's rule over the job (docs/protocol.md): a RETX result waited for someone's loss
+    recovery, so neither SRTT nor RACK nor the delivery rate take it; a clean one does."""
+    c = make(config(window=2))
+    a, b = [r.tobytes() for r in c.start_batch(np.ones(64, np.int32), 0.0).payloads]
+    total = np.full((2, 32), 3, np.int32)
+    rows, lengths = agg_batch.rows_of([result_for(a, total, 32, late=True)], agg_batch.payload_len(32))
+    c.on_packets(rows, lengths, 5.0)
+    assert c.stats.results == 1 and c.rtt.srtt is None and c.rtt.min_rtt is None
+    rows, lengths = agg_batch.rows_of([result_for(b, total, 32)], agg_batch.payload_len(32))
+    c.on_packets(rows, lengths, 5.25)
+    assert c.done and c.rtt.srtt == pytest.approx(5.25)

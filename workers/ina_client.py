@@ -295,7 +295,7 @@ class InaClient:
             self.stats.bad_packets += 1
             return []
         j = (f.gen - 1) * self.cfg.window + f.slot - (self._it.base_seq if self._it else 0)
-        if self._on_result(j, f.offset == j * self.cfg.k, bool(f.flags & wire.OVERFLOW), now, arrival):
+        if self._on_result(j, f.offset == j * self.cfg.k, f.flags, now, arrival):
             self._it.sums[j] = f.values
         return self._flush().sends()
 
@@ -317,7 +317,7 @@ class InaClient:
                 self.stats.bad_packets += 1
                 continue
             j = (gen - 1) * w + (slot & 0x7FFF) - base
-            if self._on_result(j, offset == j * k, bool(flags & wire.OVERFLOW), now,
+            if self._on_result(j, offset == j * k, flags, now,
                                None if arrivals is None else arrivals[i]):
                 taken.append(i)
                 chunks.append(j)
@@ -325,10 +325,10 @@ class InaClient:
             agg_batch.store_values(it.sums, chunks, rows, taken, k)
         return self._flush()
 
-    def _on_result(self, j: int, offset_ok: bool, overflow: bool, now: float,
+    def _on_result(self, j: int, offset_ok: bool, flags: int, now: float,
                    arrival: float | None) -> bool:
-        """A well-formed result of this job for chunk j; True if it was accepted (its
-        values are then the caller's to store)."""
+        """A well-formed result of this job for chunk j (its header's flags); True if it
+        was accepted (its values are then the caller's to store)."""
         it = self._it
         if it is None or not 0 <= j < it.n or j in it.results or it.sent_at[j] is None:
             self.stats.duplicate_results += 1
@@ -337,7 +337,7 @@ class InaClient:
             self.stats.bad_packets += 1     # a switch mixed up slots: never accept it
             return False
         it.results.add(j)
-        it.overflow |= overflow
+        it.overflow |= bool(flags & wire.OVERFLOW)
         self.stats.results += 1
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
             it.in_flight -= 1
@@ -351,7 +351,13 @@ class InaClient:
                 cc.undo()                   # all of the event's chunks were only late
                 self.stats.cwnd_undos += 1
         cc.on_result(now)
-        if it.retries[j] == 0:              # Karn: only unambiguous samples
+        # Karn's rule over the job: only unambiguous samples. Not after this worker's own
+        # re-send, nor when the result says (RETX) that a re-sent contribution or partial
+        # completed it: then it waited for another worker's loss recovery, and that
+        # worker's timeout in its round trip inflated SRTT, the RTO and RACK's window of
+        # every worker (flat ina, 1 % WAN loss: SRTT grew to 12 s and tensors from 1.1 to
+        # 31 s in tests/test_congestion.py's simulation; docs/protocol.md)
+        if it.retries[j] == 0 and not flags & wire.RETX:
             sent = it.sent_at[j]
             rtt = self.rtt
             rtt.sample(now - sent)

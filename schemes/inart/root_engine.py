@@ -27,8 +27,8 @@ constructor) they are 0..fan_in-1 and the engine is the P4 root point, which has
 a switch root has no parent to fall back to.
 
 Input: one UDP payload and its source IPv4 address. Output: the payloads to send and where
-(a RESULT to every child on completion; RESULT|RETX to the sender of a duplicate of a
-completed copy). No clocks, no sockets: root_server.py is the shell around it.
+(a RESULT to every child on completion, with RETX if a re-send completed it; RESULT|RETX
+to the sender of a duplicate of a completed copy). No clocks, no sockets: root_server.py is the shell around it.
 """
 from __future__ import annotations
 
@@ -228,7 +228,8 @@ class RootEngine:
             return []
         self.events[EV["complete"]] += 1
         self.events[EV["mcast"]] += 1
-        out = self._result(f, idx, rng, ap.RESULT, tail)
+        # the completing packet's RETX bit, as the P4 root keeps it (docs/protocol.md, Karn)
+        out = self._result(f, idx, rng, ap.RESULT | (f.flags & ap.RETX), tail)
         return [(c.address, out) for c in rng.children]
 
     def _count_event(self, name: str) -> list:

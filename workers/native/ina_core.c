@@ -478,7 +478,7 @@ static void rack_detect(struct ina_core *c, double now) {
 }
 
 /* InaClient._on_result: 1 accepted, 0 not, < 0 an error */
-static int on_result(struct ina_core *c, int64_t j, int offset_ok, int overflow, double now,
+static int on_result(struct ina_core *c, int64_t j, int offset_ok, int flags, double now,
                      double arrival) {
     struct ina_view *v = c->v;
     if (!v->has_it || j < 0 || j >= c->n || c->answered[j] || isnan(c->sent_at[j])) {
@@ -491,7 +491,7 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int overflow,
     }
     c->answered[j] = 1;
     v->n_results++;
-    v->overflow |= overflow;
+    v->overflow |= (flags & F_OVERFLOW) != 0;
     v->results++;
     if (!isnan(c->deadline[j]))
         c->in_flight--;
@@ -507,7 +507,7 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int overflow,
         }
     }
     cc_on_result(c, now);
-    if (c->retries[j] == 0) {       /* Karn */
+    if (c->retries[j] == 0 && !(flags & F_RETX)) {     /* Karn's rule over the job */
         double sent = c->sent_at[j];
         int err = rtt_sample(c, now - sent);
         if (err)
@@ -555,7 +555,7 @@ int64_t ina_on_packets(struct ina_core *c, const uint8_t *rows, int64_t stride,
         int64_t slot = ((int64_t)row[2] << 8 | row[3]) & 0x7FFF;
         int64_t j = ((int64_t)be32(row + 4) - 1) * w + slot - base;
         double arrival = arrivals && !isnan(arrivals[i]) ? arrivals[i] : now;
-        int r = on_result(c, j, (int64_t)be32(row + 8) == j * k, (row[1] & F_OVERFLOW) != 0, now, arrival);
+        int r = on_result(c, j, (int64_t)be32(row + 8) == j * k, row[1], now, arrival);
         if (r < 0)
             return r;
         if (r) {
