@@ -111,7 +111,9 @@ def test_aimd_avoids_queue_overflow_at_a_wan_bottleneck():
     assert drops_fixed > 100                         # the model does overflow without cc
     assert drops_aimd < drops_fixed / 4
     assert retx_aimd < retx_fixed / 4
-    assert t_aimd < t_fixed                          # and the iteration is faster
+    # Not asserted: which is faster. Since a slot's next chunk goes as soon as that slot
+    # is free, the fixed window no longer stalls behind its lost chunks (1.43 -> 0.51 s,
+    # 5207 -> 2201 drops); AIMD took 0.68 s before and after.
     # the floor: 600 partials up + 600 results down over 2000 pkt/s, plus one RTT
     assert t_aimd > 600 / 2000
 
@@ -176,10 +178,11 @@ def test_a_chunk_is_lost_once_a_later_one_is_answered_and_the_reordering_window_
     c2, c3 = _answer(c, [c0], 0.10)                  # slow start: two more sent at 0.10
     c4, c5 = _answer(c, [c1], 0.12)                  # and two at 0.12
     c6, c7 = _answer(c, [c4], 0.22)                  # c2, c3 (sent before c4) not answered
-    reo = c.rtt.srtt / 4
-    assert c.next_deadline() == pytest.approx(0.10 + 0.10 + reo)
-    assert c.on_timer(0.10 + 0.10 + reo - 0.001) == []                   # not yet
-    c.on_timer(0.10 + 0.10 + reo)
+    # the wait: the answered chunk's round trip (0.10 s), at least SRTT, + SRTT / 4
+    wait = max(0.10, c.rtt.srtt) + c.rtt.srtt / 4
+    assert c.next_deadline() == pytest.approx(0.10 + wait)
+    assert c.on_timer(0.10 + wait - 0.001) == []                         # not yet
+    c.on_timer(0.10 + wait)
     assert sorted(c._it.lost) == [2, 3] and c.stats.cwnd_decreases == 1    # one event
     assert c.stats.retransmissions == 0 and len(c._it.outstanding) == 3   # > cwnd 2.5: wait
     rx = _answer(c, [c5, c6], 0.25)                   # room again: the lost go first

@@ -177,7 +177,9 @@ class _Iteration:
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
     results: set = field(default_factory=set)      # chunks that have their result
-    next_to_send: int = 0
+    next_to_send: int = 0                           # the next of the first window's chunks
+    first: int = 0                                  # min(window, n): the first window
+    unlocked: list = field(default_factory=list)    # heap: later chunks whose slot is free
     overflow: bool = False
 
 
@@ -277,7 +279,8 @@ class InaClient:
         n = len(packets)
         self._it = _Iteration(self.next_seq, length, n, packets, sums, exps,
                               wire.DATA | (wire.OVERFLOW if overflow else 0),
-                              [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n)
+                              [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n,
+                              first=min(self.cfg.window, n))
         self.next_seq += n
         self._timers = []
         self._rack_sent, self._rack_at, self._progress = float("-inf"), None, now
@@ -337,6 +340,8 @@ class InaClient:
             self.stats.bad_packets += 1     # a switch mixed up slots: never accept it
             return False
         it.results.add(j)
+        if j + self.cfg.window < it.n:      # its slot is free for the chunk W later
+            heapq.heappush(it.unlocked, j + self.cfg.window)
         it.overflow |= bool(flags & wire.OVERFLOW)
         self.stats.results += 1
         if it.deadline[j] is not None:      # still in the pipe (not waiting in `lost`)
@@ -423,7 +428,13 @@ class InaClient:
         """Declare lost, oldest first, the chunks sent before an answered one whose round
         trip plus the reordering window has passed (RFC 8985, 6.2)."""
         it, self._rack_at, lost = self._it, None, []
-        wait = self._rack_rtt + self._reorder_window()
+        # At least SRTT, not the answered chunk's round trip alone: a chunk's result waits
+        # for the last worker's copy, so a worker that was that last one sees a round trip
+        # of its own path only (5 ms near the root), while its other chunks wait for the
+        # others' copies. With that as the wait, the chunks sent after a late slot was
+        # freed were declared lost again and again (one 88 times; flat ina, 1 % WAN loss,
+        # simulation), and with cuts a chunk ran out of re-sends.
+        wait = max(self._rack_rtt, self.rtt.srtt or 0.0) + self._reorder_window()
         for j, t in it.outstanding.items():     # oldest first; stops at the first kept
             if t >= self._rack_sent:
                 break
@@ -476,41 +487,53 @@ class InaClient:
 
     # ------------------------------------------------------------ internals
     def _send_ready(self, now: float) -> None:
-        """Queued retransmissions first, then new chunks, while cwnd and pacing allow
-        (into the outbox: _flush packs them)."""
+        """Queued retransmissions and new chunks, the lowest chunk first, while cwnd and
+        pacing allow (into the outbox: _flush packs them). The first window's chunks go in
+        order (next_to_send); a later chunk j may go once chunk j - W has its result (its
+        slot is free), so a slot whose chunk waits for a re-send holds back only its own
+        next chunk. Lowest first, re-sends and new chunks alike: every worker then works on
+        the oldest unfinished chunk first, which all of them can send; with re-sends first
+        a worker whose cwnd was full of chunks waiting for another worker's copies re-sent
+        them over and over, and never sent the one that worker waited for from it."""
         it, pace = self._it, self.pacer
         # Constant during this call: only results and losses move cwnd, only samples the
         # RTO, only start() the pacing rate; an unpaced Pacer always lets sends go.
         allowed, paced, rto = self.cc.allowed(), pace.rate is not None, self.rtt.rto
-        while it.lost and it.in_flight < allowed and (not paced or pace.may_send(now)):
-            j = heapq.heappop(it.lost)
-            if j in it.results:
-                continue                    # a late result answered it meanwhile
-            it.retries[j] += 1
-            self.stats.retransmissions += 1
-            if j in it.event:
-                it.event_resent = True
-                self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
-            n = min(self._stalls, it.retries[j])
-            self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
-        # New chunks: _transmit inlined (the hot loop: one chunk per result in steady
-        # state); a new chunk was never sent, so it is in no timer or `outstanding` yet.
-        w, results, nxt, n, in_flight = self.cfg.window, it.results, it.next_to_send, it.n, it.in_flight
+        lost, results, unlocked, first = it.lost, it.results, it.unlocked, it.first
         out, outstanding, timers, deadline = self._out, it.outstanding, self._timers, it.deadline
-        while nxt < n and (nxt < w or nxt - w in results) and in_flight < allowed \
-                and (not paced or pace.may_send(now)):
-            out.append(nxt)
-            it.sent_at[nxt] = it.last_tx[nxt] = outstanding[nxt] = now
-            in_flight += 1
+        while it.in_flight < allowed and (not paced or pace.may_send(now)):
+            while lost and lost[0] in results:
+                heapq.heappop(lost)         # a late result answered it meanwhile
+            nxt = it.next_to_send
+            new = nxt if nxt < first else unlocked[0] if unlocked else None
+            if lost and (new is None or lost[0] < new):
+                j = heapq.heappop(lost)
+                it.retries[j] += 1
+                self.stats.retransmissions += 1
+                if j in it.event:
+                    it.event_resent = True
+                    self.cc.before_cut = None   # a re-sent chunk's result cannot tell loss from delay
+                n = min(self._stalls, it.retries[j])
+                self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
+                continue
+            if new is None:
+                break
+            # a new chunk: _transmit inlined (the hot path: one chunk per result in steady
+            # state); it was never sent, so it is in no timer or `outstanding` yet
+            if nxt < first:
+                it.next_to_send = nxt + 1
+            else:
+                heapq.heappop(unlocked)
+            j = new
+            out.append(j)
+            it.sent_at[j] = it.last_tx[j] = outstanding[j] = now
+            it.in_flight += 1
             if paced:
                 pace.sent(now)
-            it.timeout[nxt] = rto           # never re-sent: backed_off(0) is the RTO
-            deadline[nxt] = d = now + rto
-            heapq.heappush(timers, (d, nxt))
-            nxt += 1
-        it.next_to_send, it.in_flight = nxt, in_flight
-        new_ok = nxt < it.n and (nxt < w or nxt - w in results)
-        blocked = (it.lost or new_ok) and it.in_flight < allowed
+            it.timeout[j] = rto             # never re-sent: backed_off(0) is the RTO
+            deadline[j] = d = now + rto
+            heapq.heappush(timers, (d, j))
+        blocked = (lost or it.next_to_send < first or unlocked) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
 
     def _flush(self) -> SendBatch:

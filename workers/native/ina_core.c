@@ -62,6 +62,8 @@ struct ina_core {
     int64_t n_timers, cap_timers;
     /* _Iteration: the tensor being aggregated */
     int64_t n, base_seq, next_to_send, in_flight;
+    int64_t first;                  /* min(window, n): the first window, sent in order */
+    int64_t *unlocked, n_unlocked;  /* min-heap: later chunks whose slot is free, unsent */
     const uint8_t *packets;         /* (n, payload_len) rows, owned by Python */
     int32_t *sums;                  /* (n, k), owned by Python */
     uint8_t *out;                   /* the outbox: out_cap rows of payload_len, grown on demand */
@@ -299,8 +301,10 @@ static struct timer timer_pop(struct ina_core *c) {
     return top;
 }
 
-static void lost_push(struct ina_core *c, int64_t j) {     /* at most n: see _declare_lost */
-    int64_t *h = c->lost, i = c->n_lost++;
+/* heapq.heappush / heappop on a min-heap of chunks h[0:*n] (room for n chunks: a chunk
+   is in `lost` at most once, see _declare_lost, and in `unlocked` once, by its slot) */
+static void chunk_push(int64_t *h, int64_t *count, int64_t j) {
+    int64_t i = (*count)++;
     while (i > 0 && j < h[(i - 1) / 2]) {
         h[i] = h[(i - 1) / 2];
         i = (i - 1) / 2;
@@ -308,8 +312,8 @@ static void lost_push(struct ina_core *c, int64_t j) {     /* at most n: see _de
     h[i] = j;
 }
 
-static int64_t lost_pop(struct ina_core *c) {
-    int64_t *h = c->lost, top = h[0], x = h[--c->n_lost], n = c->n_lost, i = 0;
+static int64_t chunk_pop(int64_t *h, int64_t *count) {
+    int64_t top = h[0], x = h[--*count], n = *count, i = 0;
     for (;;) {
         int64_t child = 2 * i + 1;
         if (child >= n)
@@ -325,6 +329,9 @@ static int64_t lost_pop(struct ina_core *c) {
         h[i] = x;
     return top;
 }
+
+static void lost_push(struct ina_core *c, int64_t j) { chunk_push(c->lost, &c->n_lost, j); }
+static int64_t lost_pop(struct ina_core *c) { return chunk_pop(c->lost, &c->n_lost); }
 
 /* it.outstanding.pop(j, None) */
 static void unlist(struct ina_core *c, int64_t j) {
@@ -383,9 +390,9 @@ static int transmit(struct ina_core *c, int64_t j, double now, int retx, double 
     return timer_push(c, c->deadline[j], j);
 }
 
-static int new_chunk_ready(const struct ina_core *c, int64_t nxt) {
-    int64_t w = c->cfg.window;
-    return nxt < c->n && (nxt < w || c->answered[nxt - w]);
+/* a new chunk may go: the first window's next, or a later one whose slot is free */
+static int new_chunk_ready(const struct ina_core *c) {
+    return c->next_to_send < c->first || c->n_unlocked > 0;
 }
 
 /* InaClient._send_ready */
@@ -393,23 +400,29 @@ static int send_ready(struct ina_core *c, double now) {
     int64_t allowed = cc_allowed(c);
     int paced = (int)c->v->has_rate;
     double rto = ina_rto(c);
-    while (c->n_lost && c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
-        int64_t j = lost_pop(c);
-        if (c->answered[j])
-            continue;               /* a late result answered it meanwhile */
-        c->retries[j]++;
-        c->v->retransmissions++;
-        if (c->event[j] == c->event_id) {
-            c->event_resent = 1;
-            c->has_before = 0;      /* cc.before_cut = None */
+    /* the lowest chunk first, re-sends and new chunks alike (see the Python) */
+    while (c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
+        while (c->n_lost && c->answered[c->lost[0]])
+            lost_pop(c);            /* a late result answered it meanwhile */
+        int has_new = new_chunk_ready(c);
+        int64_t fresh = c->next_to_send < c->first ? c->next_to_send : (c->n_unlocked ? c->unlocked[0] : -1);
+        if (c->n_lost && (!has_new || c->lost[0] < fresh)) {
+            int64_t j = lost_pop(c);
+            c->retries[j]++;
+            c->v->retransmissions++;
+            if (c->event[j] == c->event_id) {
+                c->event_resent = 1;
+                c->has_before = 0;  /* cc.before_cut = None */
+            }
+            int64_t n = c->stalls < c->retries[j] ? c->stalls : c->retries[j];
+            if (transmit(c, j, now, 1, n ? rtt_backed_off(c, n) : rto))
+                return ERR_MEMORY;
+            continue;
         }
-        int64_t n = c->stalls < c->retries[j] ? c->stalls : c->retries[j];
-        if (transmit(c, j, now, 1, n ? rtt_backed_off(c, n) : rto))
-            return ERR_MEMORY;
-    }
-    /* new chunks (the Python inlines _transmit here: never sent, so in no list yet) */
-    int64_t nxt = c->next_to_send;
-    while (new_chunk_ready(c, nxt) && c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
+        if (!has_new)
+            break;
+        /* a new chunk (the Python inlines _transmit here: never sent, so in no list yet) */
+        int64_t nxt = c->next_to_send < c->first ? c->next_to_send++ : chunk_pop(c->unlocked, &c->n_unlocked);
         if (emit(c, nxt, 0))
             return ERR_MEMORY;
         c->sent_at[nxt] = c->last_tx[nxt] = now;
@@ -421,10 +434,8 @@ static int send_ready(struct ina_core *c, double now) {
         c->deadline[nxt] = now + rto;
         if (timer_push(c, c->deadline[nxt], nxt))
             return ERR_MEMORY;
-        nxt++;
     }
-    c->next_to_send = nxt;
-    int blocked = (c->n_lost || new_chunk_ready(c, nxt)) && c->in_flight < allowed;
+    int blocked = (c->n_lost || new_chunk_ready(c)) && c->in_flight < allowed;
     c->has_pace_at = blocked;
     if (blocked)
         c->pace_at = pacer_next_send_time(c, now);
@@ -458,7 +469,8 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
    the scan counts them and the declarations take the list's head that many times. */
 static void rack_detect(struct ina_core *c, double now) {
     c->has_rack_at = 0;
-    double wait = c->rack_rtt + (c->v->has_srtt ? c->v->srtt : 0.0) / 4 + c->cfg.reorder_extra;
+    double srtt = c->v->has_srtt ? c->v->srtt : 0.0;
+    double wait = py_max(c->rack_rtt, srtt) + (srtt / 4 + c->cfg.reorder_extra);
     int64_t count = 0;
     for (int64_t j = c->head; j >= 0; j = c->next[j]) {
         double t = c->last_tx[j];
@@ -490,6 +502,8 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int flags, do
         return 0;
     }
     c->answered[j] = 1;
+    if (j + c->cfg.window < c->n)   /* its slot is free for the chunk W later */
+        chunk_push(c->unlocked, &c->n_unlocked, j + c->cfg.window);
     v->n_results++;
     v->overflow |= (flags & F_OVERFLOW) != 0;
     v->results++;
@@ -622,11 +636,11 @@ double ina_next_deadline(struct ina_core *c) {
 
 static void free_iteration(struct ina_core *c) {
     void *arrays[] = {c->sent_at, c->last_tx, c->deadline, c->timeout, c->retries, c->answered,
-                      c->prev, c->next, c->listed, c->lost, c->event};
+                      c->prev, c->next, c->listed, c->lost, c->event, c->unlocked};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
         free(arrays[i]);
     c->sent_at = c->last_tx = c->deadline = c->timeout = NULL;
-    c->retries = c->prev = c->next = c->lost = c->event = NULL;
+    c->retries = c->prev = c->next = c->lost = c->event = c->unlocked = NULL;
     c->answered = c->listed = NULL;
 }
 
@@ -645,10 +659,11 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->next = malloc(cells * sizeof(int64_t));
     c->listed = calloc(cells, 1);
     c->lost = malloc(cells * sizeof(int64_t));
+    c->unlocked = malloc(cells * sizeof(int64_t));
     c->event = calloc(cells, sizeof(int64_t));
     double *arrivals = malloc(cells * sizeof(double));
     if (!c->sent_at || !c->last_tx || !c->deadline || !c->timeout || !c->retries || !c->answered
-        || !c->prev || !c->next || !c->listed || !c->lost || !c->event || !arrivals) {
+        || !c->prev || !c->next || !c->listed || !c->lost || !c->unlocked || !c->event || !arrivals) {
         free(arrivals);
         free_iteration(c);
         c->v->has_it = 0;
@@ -665,6 +680,8 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->sums = sums;
     c->n_out = 0;
     c->next_to_send = c->in_flight = 0;
+    c->first = n < c->cfg.window ? n : c->cfg.window;
+    c->n_unlocked = 0;
     c->head = c->tail = -1;
     c->n_lost = 0;
     c->event_id = 1;
