@@ -27,9 +27,9 @@ result: a slot copy is reused only after everyone below has finished with it.
 
 Congestion control (workers/congestion.py, ATP/TCP-like AIMD): the slots W bound what
 may be in flight, the congestion window cwnd <= W bounds what is. A chunk whose timer
-fires leaves the pipe and waits in a retransmission queue; queued retransmissions go
-first, new chunks after, both only while fewer than cwnd chunks are in flight. So a
-loss burst is not answered by a burst of the same size.
+fires leaves the pipe and waits in a retransmission queue; queued retransmissions and
+new chunks leave lowest chunk first, only while fewer than cwnd chunks are in flight. So
+a loss burst is not answered by a burst of the same size.
 
 Loss detection (`rack=True`, the default), as TCP's RACK-TLP (RFC 8985) adapted to
 per-chunk results:
