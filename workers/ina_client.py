@@ -355,16 +355,6 @@ class InaClient:
             if not it.event and not it.event_resent and cc.before_cut is not None:
                 cc.undo()                   # all of the event's chunks were only late
                 self.stats.cwnd_undos += 1
-        if flags & wire.RETX and it.retries[j] == 0 and self.cfg.loss_response == "cut" \
-                and cc.on_loss(it.last_tx[j], now):
-            # Another worker's re-send completed this chunk: the job lost a copy of it, a
-            # loss for every worker (once per round trip, as any loss). Without this only
-            # the worker whose copy completed the chunks found their losses in time; the
-            # others' windows ran ahead, their round trips grew by its lag (SRTT 40-50 s),
-            # and they took that long to find a loss of their own (docs/ina.md)
-            self.stats.cwnd_decreases += 1
-            it.event, it.event_resent = set(), False
-            cc.before_cut = None            # a loss the switch confirmed: never undone
         cc.on_result(now)
         # Karn's rule over the job: only unambiguous samples. Not after this worker's own
         # re-send, nor when the result says (RETX) that a re-sent contribution or partial

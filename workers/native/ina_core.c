@@ -520,14 +520,6 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int flags, do
             v->cwnd_undos++;
         }
     }
-    /* another worker's re-send completed it: a loss of the job's (see the Python) */
-    if ((flags & F_RETX) && c->retries[j] == 0 && !c->cfg.backlog && cc_on_loss(c, c->last_tx[j], now)) {
-        v->cwnd_decreases++;
-        c->event_id++;              /* it.event = set() */
-        c->event_size = 0;
-        c->event_resent = 0;
-        c->has_before = 0;          /* cc.before_cut = None */
-    }
     cc_on_result(c, now);
     if (c->retries[j] == 0 && !(flags & F_RETX)) {     /* Karn's rule over the job */
         double sent = c->sent_at[j];
