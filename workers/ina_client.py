@@ -177,9 +177,9 @@ class _Iteration:
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
     results: set = field(default_factory=set)      # chunks that have their result
-    next_to_send: int = 0                           # the next of the first window's chunks
-    first: int = 0                                  # min(window, n): the first window
-    unlocked: list = field(default_factory=list)    # heap: later chunks whose slot is free
+    # heap of the chunks that may go (never sent, their slot free): the first window at
+    # the start (a sorted list is a heap), then chunk j + W when chunk j gets its result
+    unlocked: list = field(default_factory=list)
     overflow: bool = False
 
 
@@ -280,7 +280,7 @@ class InaClient:
         self._it = _Iteration(self.next_seq, length, n, packets, sums, exps,
                               wire.DATA | (wire.OVERFLOW if overflow else 0),
                               [None] * n, [0] * n, [None] * n, [None] * n, [0.0] * n,
-                              first=min(self.cfg.window, n))
+                              unlocked=list(range(min(self.cfg.window, n))))
         self.next_seq += n
         self._timers = []
         self._rack_sent, self._rack_at, self._progress = float("-inf"), None, now
@@ -430,10 +430,10 @@ class InaClient:
         it, self._rack_at, lost = self._it, None, []
         # At least SRTT, not the answered chunk's round trip alone: a chunk's result waits
         # for the last worker's copy, so a worker that was that last one sees a round trip
-        # of its own path only (5 ms near the root), while its other chunks wait for the
-        # others' copies. With that as the wait, the chunks sent after a late slot was
-        # freed were declared lost again and again (one 88 times; flat ina, 1 % WAN loss,
-        # simulation), and with cuts a chunk ran out of re-sends.
+        # of its own path only, while its other chunks wait for the others' copies. With
+        # that as the wait, chunks were declared lost 5 ms after they were sent (near the
+        # root) and again and again (one 88 times; flat ina, 1 % WAN loss, simulation),
+        # and with cuts a chunk ran out of re-sends.
         wait = max(self._rack_rtt, self.rtt.srtt or 0.0) + self._reorder_window()
         for j, t in it.outstanding.items():     # oldest first; stops at the first kept
             if t >= self._rack_sent:
@@ -488,10 +488,9 @@ class InaClient:
     # ------------------------------------------------------------ internals
     def _send_ready(self, now: float) -> None:
         """Queued retransmissions and new chunks, the lowest chunk first, while cwnd and
-        pacing allow (into the outbox: _flush packs them). The first window's chunks go in
-        order (next_to_send); a later chunk j may go once chunk j - W has its result (its
-        slot is free), so a slot whose chunk waits for a re-send holds back only its own
-        next chunk. Lowest first, re-sends and new chunks alike: every worker then works on
+        pacing allow (into the outbox: _flush packs them). A chunk j >= W may go once chunk
+        j - W has its result (its slot is free: `unlocked`), so a slot whose chunk waits
+        for a re-send holds back only its own next chunk. Lowest first, re-sends and new chunks alike: every worker then works on
         the oldest unfinished chunk first, which all of them can send; with re-sends first
         a worker whose cwnd was full of chunks waiting for another worker's copies re-sent
         them over and over, and never sent the one that worker waited for from it."""
@@ -499,14 +498,12 @@ class InaClient:
         # Constant during this call: only results and losses move cwnd, only samples the
         # RTO, only start() the pacing rate; an unpaced Pacer always lets sends go.
         allowed, paced, rto = self.cc.allowed(), pace.rate is not None, self.rtt.rto
-        lost, results, unlocked, first = it.lost, it.results, it.unlocked, it.first
+        lost, results, unlocked = it.lost, it.results, it.unlocked
         out, outstanding, timers, deadline = self._out, it.outstanding, self._timers, it.deadline
         while it.in_flight < allowed and (not paced or pace.may_send(now)):
             while lost and lost[0] in results:
                 heapq.heappop(lost)         # a late result answered it meanwhile
-            nxt = it.next_to_send
-            new = nxt if nxt < first else unlocked[0] if unlocked else None
-            if lost and (new is None or lost[0] < new):
+            if lost and (not unlocked or lost[0] < unlocked[0]):
                 j = heapq.heappop(lost)
                 it.retries[j] += 1
                 self.stats.retransmissions += 1
@@ -516,15 +513,11 @@ class InaClient:
                 n = min(self._stalls, it.retries[j])
                 self._transmit(j, now, True, self.rtt.backed_off(n) if n else rto)
                 continue
-            if new is None:
+            if not unlocked:
                 break
             # a new chunk: _transmit inlined (the hot path: one chunk per result in steady
             # state); it was never sent, so it is in no timer or `outstanding` yet
-            if nxt < first:
-                it.next_to_send = nxt + 1
-            else:
-                heapq.heappop(unlocked)
-            j = new
+            j = heapq.heappop(unlocked)
             out.append(j)
             it.sent_at[j] = it.last_tx[j] = outstanding[j] = now
             it.in_flight += 1
@@ -533,7 +526,7 @@ class InaClient:
             it.timeout[j] = rto             # never re-sent: backed_off(0) is the RTO
             deadline[j] = d = now + rto
             heapq.heappush(timers, (d, j))
-        blocked = (lost or it.next_to_send < first or unlocked) and it.in_flight < allowed
+        blocked = (lost or unlocked) and it.in_flight < allowed
         self._pace_at = pace.next_send_time(now) if blocked else None
 
     def _flush(self) -> SendBatch:

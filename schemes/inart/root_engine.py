@@ -28,7 +28,8 @@ a switch root has no parent to fall back to.
 
 Input: one UDP payload and its source IPv4 address. Output: the payloads to send and where
 (a RESULT to every child on completion, with RETX if a re-send completed it; RESULT|RETX
-to the sender of a duplicate of a completed copy). No clocks, no sockets: root_server.py is the shell around it.
+to the sender of a duplicate of a completed copy). No clocks, no sockets: root_server.py
+is the shell around it.
 """
 from __future__ import annotations
 

@@ -61,9 +61,8 @@ struct ina_core {
     struct timer *timers;           /* min-heap on (at, j), with stale entries, as _timers */
     int64_t n_timers, cap_timers;
     /* _Iteration: the tensor being aggregated */
-    int64_t n, base_seq, next_to_send, in_flight;
-    int64_t first;                  /* min(window, n): the first window, sent in order */
-    int64_t *unlocked, n_unlocked;  /* min-heap: later chunks whose slot is free, unsent */
+    int64_t n, base_seq, in_flight;
+    int64_t *unlocked, n_unlocked;  /* min-heap: chunks that may go (never sent, slot free) */
     const uint8_t *packets;         /* (n, payload_len) rows, owned by Python */
     int32_t *sums;                  /* (n, k), owned by Python */
     uint8_t *out;                   /* the outbox: out_cap rows of payload_len, grown on demand */
@@ -390,11 +389,6 @@ static int transmit(struct ina_core *c, int64_t j, double now, int retx, double 
     return timer_push(c, c->deadline[j], j);
 }
 
-/* a new chunk may go: the first window's next, or a later one whose slot is free */
-static int new_chunk_ready(const struct ina_core *c) {
-    return c->next_to_send < c->first || c->n_unlocked > 0;
-}
-
 /* InaClient._send_ready */
 static int send_ready(struct ina_core *c, double now) {
     int64_t allowed = cc_allowed(c);
@@ -404,9 +398,7 @@ static int send_ready(struct ina_core *c, double now) {
     while (c->in_flight < allowed && (!paced || pacer_may_send(c, now))) {
         while (c->n_lost && c->answered[c->lost[0]])
             lost_pop(c);            /* a late result answered it meanwhile */
-        int has_new = new_chunk_ready(c);
-        int64_t fresh = c->next_to_send < c->first ? c->next_to_send : (c->n_unlocked ? c->unlocked[0] : -1);
-        if (c->n_lost && (!has_new || c->lost[0] < fresh)) {
+        if (c->n_lost && (!c->n_unlocked || c->lost[0] < c->unlocked[0])) {
             int64_t j = lost_pop(c);
             c->retries[j]++;
             c->v->retransmissions++;
@@ -419,10 +411,10 @@ static int send_ready(struct ina_core *c, double now) {
                 return ERR_MEMORY;
             continue;
         }
-        if (!has_new)
+        if (!c->n_unlocked)
             break;
         /* a new chunk (the Python inlines _transmit here: never sent, so in no list yet) */
-        int64_t nxt = c->next_to_send < c->first ? c->next_to_send++ : chunk_pop(c->unlocked, &c->n_unlocked);
+        int64_t nxt = chunk_pop(c->unlocked, &c->n_unlocked);
         if (emit(c, nxt, 0))
             return ERR_MEMORY;
         c->sent_at[nxt] = c->last_tx[nxt] = now;
@@ -435,7 +427,7 @@ static int send_ready(struct ina_core *c, double now) {
         if (timer_push(c, c->deadline[nxt], nxt))
             return ERR_MEMORY;
     }
-    int blocked = (c->n_lost || new_chunk_ready(c)) && c->in_flight < allowed;
+    int blocked = (c->n_lost || c->n_unlocked) && c->in_flight < allowed;
     c->has_pace_at = blocked;
     if (blocked)
         c->pace_at = pacer_next_send_time(c, now);
@@ -679,9 +671,10 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->packets = packets;
     c->sums = sums;
     c->n_out = 0;
-    c->next_to_send = c->in_flight = 0;
-    c->first = n < c->cfg.window ? n : c->cfg.window;
-    c->n_unlocked = 0;
+    c->in_flight = 0;
+    c->n_unlocked = n < c->cfg.window ? n : c->cfg.window;
+    for (int64_t j = 0; j < c->n_unlocked; j++)
+        c->unlocked[j] = j;         /* the first window: a sorted array is a min-heap */
     c->head = c->tail = -1;
     c->n_lost = 0;
     c->event_id = 1;
