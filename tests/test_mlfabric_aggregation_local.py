@@ -4,7 +4,7 @@ aggregator processes and four worker processes running the one worker loop.
 1. Groups go through idle-worker aggregators: the sums are the aggregators' own, and every
    model a worker pulled and the PS's final model are numpy's replay of the applied
    updates (a group's members summed in rank order).
-2. A gateway aggregator stopped mid-group (SIGSTOP) then killed: the PS sees its
+2. A gateway aggregator stopped (SIGSTOP), killed once a group is waiting at it: the PS sees its
    connection break, the group falls back (its members send to the PS), the gateway is
    never chosen again; nothing is lost or applied twice and the replay still holds.
 3. A gateway aggregator that is only slow (stopped past the timeout, then resumed): the
@@ -139,11 +139,34 @@ def test_groups_through_idle_worker_aggregators_replay_exactly(tmp_path):
     assert all(len(set(v)) == 1 for v in by_group.values()) and min(map(len, by_group.values())) >= 2
 
 
+def bytes_waiting_at(ip: str, port: int) -> int:
+    """Bytes the kernel holds unread for the TCP sockets bound to ip:port (/proc/net/tcp's
+    rx_queue): what a stopped process has been sent and not read."""
+    local = "".join(f"{int(b):02X}" for b in reversed(ip.split("."))) + f":{port:04X}"
+    total = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if f[1] == local:
+            total += int(f[4].split(":")[1], 16)
+    return total
+
+
+def stop_until_a_group_waits(gw: subprocess.Popen) -> None:
+    """SIGSTOP the gateway, then wait until the PS has routed a group to it (bytes wait
+    unread at its port). Groups form only when requests queue up, so a fixed wait may see
+    none on a loaded machine."""
+    os.kill(gw.pid, signal.SIGSTOP)
+    port = int(gw.args[gw.args.index("--port") + 1])
+    deadline = time.monotonic() + 30
+    while bytes_waiting_at(G_IP, port) == 0:
+        assert time.monotonic() < deadline, "no group was routed to the stopped gateway in 30 s"
+        time.sleep(0.01)
+
+
 def test_an_aggregator_killed_mid_group_falls_back_to_the_ps(tmp_path):
     def stop_then_kill(aggs):
-        os.kill(aggs["gw-b"].pid, signal.SIGSTOP)   # the next group stalls there ...
-        time.sleep(1.0)
-        os.kill(aggs["gw-b"].pid, signal.SIGKILL)   # ... and dies with it
+        stop_until_a_group_waits(aggs["gw-b"])
+        os.kill(aggs["gw-b"].pid, signal.SIGKILL)   # ... and it dies with it
     events, ps, aggs = run_job(tmp_path, 12, "gateway", disturb=stop_then_kill)
     assert aggs["gw-b"].returncode == -signal.SIGKILL
     ends = check_exact_once(events, ps, 12)
@@ -159,7 +182,7 @@ def test_an_aggregator_killed_mid_group_falls_back_to_the_ps(tmp_path):
 
 def test_a_slow_aggregator_times_out_and_its_late_sum_is_discarded(tmp_path):
     def stall(aggs):
-        os.kill(aggs["gw-b"].pid, signal.SIGSTOP)
+        stop_until_a_group_waits(aggs["gw-b"])
         time.sleep(2.0)                              # past the timeout (0.5 s + 2 x predicted)
         os.kill(aggs["gw-b"].pid, signal.SIGCONT)
     events, ps, aggs = run_job(tmp_path, 12, "gateway", agg_timeout=0.5, disturb=stall)
