@@ -178,8 +178,9 @@ def test_a_chunk_is_lost_once_a_later_one_is_answered_and_the_reordering_window_
     c2, c3 = _answer(c, [c0], 0.10)                  # slow start: two more sent at 0.10
     c4, c5 = _answer(c, [c1], 0.12)                  # and two at 0.12
     c6, c7 = _answer(c, [c4], 0.22)                  # c2, c3 (sent before c4) not answered
-    # the wait: the answered chunk's round trip (0.10 s), at least SRTT, + SRTT / 4
-    wait = max(0.10, c.rtt.srtt) + c.rtt.srtt / 4
+    # the wait (RFC 8985): the answered chunk's round trip (0.10 s) + min RTT / 4; no
+    # SRTT floor for a chunk sent once
+    wait = 0.10 + c.rtt.min_rtt / 4
     assert c.next_deadline() == pytest.approx(0.10 + wait)
     assert c.on_timer(0.10 + wait - 0.001) == []                         # not yet
     c.on_timer(0.10 + wait)
@@ -197,7 +198,7 @@ def test_reordering_within_the_window_is_not_a_loss():
     c2, c3 = _answer(c, [c0], 0.10)
     c4, c5 = _answer(c, [c1], 0.12)
     _answer(c, [c4], 0.22)
-    _answer(c, [c2, c3], 0.22 + 0.01)                # later than c4, by less than srtt / 4
+    _answer(c, [c2, c3], 0.22 + 0.01)                # later than c4, by less than min RTT / 4
     c.on_timer(0.3)
     assert c.stats.retransmissions == 0 and c.stats.cwnd_decreases == 0
 

@@ -338,3 +338,70 @@ def test_a_result_another_workers_resend_completed_gives_no_round_trip_sample(ma
     rows, lengths = agg_batch.rows_of([result_for(b, total, 32)], agg_batch.payload_len(32))
     c.on_packets(rows, lengths, 5.25)
     assert c.done and c.rtt.srtt == pytest.approx(5.25)
+
+
+class _Peer:
+    """Answers a client's chunks when told: the latest copy of each, by chunk index."""
+
+    def __init__(self, c):
+        self.c, self.copies, self.answered = c, {}, set()
+        self.total = np.full((256, 32), 3, np.int32)
+
+    def take(self, sends):
+        for s in sends:
+            p = s if isinstance(s, (bytes, bytearray)) else s.payload
+            self.copies[ap.decode(p).offset // 32] = bytes(p)
+
+    def answer(self, now, skip=(), only=None):
+        """Results for every chunk sent and unanswered but `skip` (or the newest `only`),
+        oldest chunk first."""
+        for j in sorted(set(self.copies) - self.answered - set(skip))[-only if only else 0:]:
+            self.answered.add(j)
+            self.take(self.c.on_packet(result_for(self.copies[j], self.total, 32), now))
+
+    def tick(self, now):
+        self.take(self.c.on_timer(now))
+
+
+@pytest.mark.parametrize("make", [InaClient, InaCoreClient])
+def test_one_cut_per_recovery_episode_however_often_its_chunk_is_declared_lost(make):
+    """TCP's rule (RFC 6582, 6675): no second cut while a chunk that was unanswered at the
+    last cut still is. A chunk waiting for another worker's slow recovery is declared lost
+    again and again; each had cut the window (docs/protocol.md, "Window")."""
+    c = make(config(window=64, initial_cwnd=8, pacing=False, initial_rto=10.0, min_rto=10.0))
+    peer = _Peer(c)
+    peer.take(c.start(np.ones(256 * 32, np.int32), 0.0))
+    for step in range(1, 8):                 # chunk 0 never answered: declared lost, re-sent,
+        now = 0.1 * step                     # declared lost again by later results
+        peer.answer(now, skip={0})
+        peer.tick(now + 0.05)
+    assert c.stats.retransmissions >= 3      # chunk 0, again and again
+    assert c.stats.cwnd_decreases == 1       # one episode
+    peer.answer(0.85)                        # chunk 0 answered: the episode is over
+    lost = min(set(peer.copies) - peer.answered)
+    for step in range(9, 12):                # a chunk sent after the episode: lost
+        peer.answer(0.1 * step, skip={lost})
+        peer.tick(0.1 * step + 0.05)
+    assert c.stats.cwnd_decreases == 2       # a new loss after it cuts again
+
+
+@pytest.mark.parametrize("make", [InaClient, InaCoreClient])
+def test_a_resent_chunk_waits_srtt_a_first_copy_only_the_later_ones_round_trip(make):
+    """RACK's wait (docs/protocol.md, "Loss detection"): the round trip of the newest answered
+    chunk + min RTT / 4 (RFC 8985); for a re-sent chunk at least SRTT. A worker whose copy
+    completes a chunk sees its own short path only (5 ms here, against 0.3 s of SRTT)."""
+    c = make(config(window=64, initial_cwnd=4, pacing=False, initial_rto=10.0, min_rto=10.0))
+    peer = _Peer(c)
+    peer.take(c.start(np.ones(64 * 32, np.int32), 0.0))
+    peer.answer(0.3, skip={0})               # SRTT 0.3
+    peer.tick(0.3 + 0.3 / 4 + 0.001)         # chunk 0 lost (first copy): 0.3 + min RTT / 4
+    peer.answer(0.4, skip={0})               # room: chunk 0 re-sent at 0.4
+    assert c.stats.retransmissions == 1
+    peer.answer(0.401, skip={0}, only=1)     # a chunk sent with it: one more goes at 0.401
+    peer.answer(0.405, skip={0}, only=1)     # that one answered 4 ms later
+    assert c.rtt.srtt > 0.1                  # (its samples: 0.3 s, 0.1 s, 1 ms and 4 ms)
+    peer.tick(0.42)                          # 4 ms would have declared chunk 0 lost again
+    assert c.stats.retransmissions == 1
+    sends = c.on_timer(0.4 + c.rtt.srtt + c.rtt.min_rtt / 4 + 0.001)
+    resent = {ap.decode(s.payload).offset // 32 for s in sends if ap.decode(s.payload).flags & ap.RETX}
+    assert 0 in resent                       # past SRTT: lost again

@@ -176,6 +176,7 @@ class _Iteration:
     outstanding: dict = field(default_factory=dict) # in the pipe: j -> last_tx, in send order
     event: set = field(default_factory=set)         # timed out since the last cut, unanswered
     event_resent: bool = False                      # one of them was re-sent: real loss
+    episode: set = field(default_factory=set)       # unanswered at the last cut: no cut till none is
     results: set = field(default_factory=set)      # chunks that have their result
     # heap of the chunks that may go (never sent, their slot free): the first window at
     # the start (a sorted list is a heap), then chunk j + W when chunk j gets its result
@@ -350,6 +351,7 @@ class InaClient:
         it.outstanding.pop(j, None)
         self._progress = now
         cc = self.cc
+        it.episode.discard(j)
         if it.event and j in it.event:
             it.event.discard(j)
             if not it.event and not it.event_resent and cc.before_cut is not None:
@@ -416,13 +418,19 @@ class InaClient:
                 queue_backlog(self.cc.cwnd, self.rtt.srtt, self.rtt.min_rtt) < self._veno_beta:
             self.stats.random_losses += 1   # no queue behind it: re-sent, the window kept
             return
-        if self.cc.on_loss(it.last_tx[j], now):
+        # One cut per recovery episode, as TCP's (RFC 6582, 6675): not again while a chunk
+        # that was unanswered at the last cut still is. A worker whose chunk waits for
+        # another's slow recovery declares it lost again and again, and had cut each time
+        # (the slowest workers' windows collapsed while the job waited; docs/protocol.md)
+        if not it.episode and self.cc.on_loss(it.last_tx[j], now):
             self.stats.cwnd_decreases += 1
             it.event, it.event_resent = set(), False
+            it.episode = {x for x in it.lost if x not in it.results}
+            it.episode.update(it.outstanding)
         it.event.add(j)
 
     def _reorder_window(self) -> float:
-        return (self.rtt.srtt or 0.0) / 4 + self.cfg.reorder_extra
+        return (self.rtt.min_rtt or 0.0) / 4 + self.cfg.reorder_extra
 
     def _rack_detect(self, now: float) -> None:
         """Declare lost, oldest first, the chunks sent before an answered one whose round
@@ -434,10 +442,11 @@ class InaClient:
         # that as the wait, chunks were declared lost 5 ms after they were sent (near the
         # root) and again and again (one 88 times; flat ina, 1 % WAN loss, simulation),
         # and with cuts a chunk ran out of re-sends.
-        wait = max(self._rack_rtt, self.rtt.srtt or 0.0) + self._reorder_window()
+        reorder, floor = self._reorder_window(), max(self._rack_rtt, self.rtt.srtt or 0.0)
         for j, t in it.outstanding.items():     # oldest first; stops at the first kept
             if t >= self._rack_sent:
                 break
+            wait = (floor if it.retries[j] else self._rack_rtt) + reorder
             if now < t + wait:
                 self._rack_at = t + wait
                 break

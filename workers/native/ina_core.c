@@ -74,6 +74,7 @@ struct ina_core {
     uint8_t *listed;
     int64_t *lost, n_lost;          /* min-heap of chunks */
     int64_t *event, event_id, event_size;   /* j in it.event <=> event[j] == event_id */
+    int64_t *episode, episode_id, episode_size; /* j in it.episode <=> episode[j] == episode_id */
     int event_resent;
 };
 
@@ -434,6 +435,13 @@ static int send_ready(struct ina_core *c, double now) {
     return 0;
 }
 
+static void mark_episode(struct ina_core *c, int64_t j) {
+    if (!c->answered[j] && c->episode[j] != c->episode_id) {
+        c->episode[j] = c->episode_id;
+        c->episode_size++;
+    }
+}
+
 /* InaClient._declare_lost */
 static void declare_lost(struct ina_core *c, int64_t j, double now) {
     c->deadline[j] = NAN;
@@ -444,11 +452,16 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
         c->v->random_losses++;       /* no queue behind it: re-sent, the window kept */
         return;
     }
-    if (cc_on_loss(c, c->last_tx[j], now)) {
+    if (!c->episode_size && cc_on_loss(c, c->last_tx[j], now)) {   /* one cut an episode */
         c->v->cwnd_decreases++;
         c->event_id++;              /* it.event = set() */
         c->event_size = 0;
         c->event_resent = 0;
+        c->episode_id++;            /* it.episode = the unanswered, lost or in the pipe */
+        for (int64_t i = 0; i < c->n_lost; i++)
+            mark_episode(c, c->lost[i]);
+        for (int64_t x = c->head; x >= 0; x = c->next[x])
+            mark_episode(c, x);
     }
     if (c->event[j] != c->event_id) {
         c->event[j] = c->event_id;
@@ -462,12 +475,14 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
 static void rack_detect(struct ina_core *c, double now) {
     c->has_rack_at = 0;
     double srtt = c->v->has_srtt ? c->v->srtt : 0.0;
-    double wait = py_max(c->rack_rtt, srtt) + (srtt / 4 + c->cfg.reorder_extra);
+    double min_rtt = c->v->has_min_rtt ? c->v->min_rtt : 0.0;
+    double reorder = min_rtt / 4 + c->cfg.reorder_extra, floor = py_max(c->rack_rtt, srtt);
     int64_t count = 0;
     for (int64_t j = c->head; j >= 0; j = c->next[j]) {
         double t = c->last_tx[j];
         if (t >= c->rack_sent)
             break;
+        double wait = (c->retries[j] ? floor : c->rack_rtt) + reorder;
         if (now < t + wait) {
             c->rack_at = t + wait;
             c->has_rack_at = 1;
@@ -504,6 +519,10 @@ static int on_result(struct ina_core *c, int64_t j, int offset_ok, int flags, do
     c->deadline[j] = NAN;
     unlist(c, j);
     c->progress = now;
+    if (c->episode_size && c->episode[j] == c->episode_id) {
+        c->episode[j] = 0;
+        c->episode_size--;
+    }
     if (c->event_size && c->event[j] == c->event_id) {
         c->event[j] = 0;
         c->event_size--;
@@ -628,11 +647,11 @@ double ina_next_deadline(struct ina_core *c) {
 
 static void free_iteration(struct ina_core *c) {
     void *arrays[] = {c->sent_at, c->last_tx, c->deadline, c->timeout, c->retries, c->answered,
-                      c->prev, c->next, c->listed, c->lost, c->event, c->unlocked};
+                      c->prev, c->next, c->listed, c->lost, c->event, c->unlocked, c->episode};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++)
         free(arrays[i]);
     c->sent_at = c->last_tx = c->deadline = c->timeout = NULL;
-    c->retries = c->prev = c->next = c->lost = c->event = c->unlocked = NULL;
+    c->retries = c->prev = c->next = c->lost = c->event = c->unlocked = c->episode = NULL;
     c->answered = c->listed = NULL;
 }
 
@@ -653,9 +672,11 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->lost = malloc(cells * sizeof(int64_t));
     c->unlocked = malloc(cells * sizeof(int64_t));
     c->event = calloc(cells, sizeof(int64_t));
+    c->episode = calloc(cells, sizeof(int64_t));
     double *arrivals = malloc(cells * sizeof(double));
     if (!c->sent_at || !c->last_tx || !c->deadline || !c->timeout || !c->retries || !c->answered
-        || !c->prev || !c->next || !c->listed || !c->lost || !c->unlocked || !c->event || !arrivals) {
+        || !c->prev || !c->next || !c->listed || !c->lost || !c->unlocked || !c->event || !c->episode
+        || !arrivals) {
         free(arrivals);
         free_iteration(c);
         c->v->has_it = 0;
@@ -679,6 +700,8 @@ int64_t ina_start(struct ina_core *c, int64_t n, int64_t base_seq, const uint8_t
     c->n_lost = 0;
     c->event_id = 1;
     c->event_size = 0;
+    c->episode_id = 1;
+    c->episode_size = 0;
     c->event_resent = 0;
     c->n_timers = 0;                /* self._timers = [] */
     c->rack_sent = -INFINITY;
