@@ -10,7 +10,9 @@ The congestion window finds what the path carries instead:
 - additive increase: +1/cwnd per result (+1 per window of results);
 - multiplicative decrease: on a timeout, ssthresh = cwnd = max(cwnd / 2, 1), at most
   once per round trip: a timeout of a copy sent before the last decrease belongs to
-  the same congestion event (NewReno's recovery point, by send time here);
+  the same congestion event (NewReno's recovery point, by send time here; the client
+  also holds off while a chunk unanswered at the last decrease still is, TCP's
+  recovery episode: workers/ina_client.py);
 - undo (as TCP's Eifel/F-RTO): when every chunk that timed out in the event got its
   late result without being re-sent, the timeouts were queueing delay, not loss, and
   the decrease is undone (the caller decides; flat ina measured 0 retransmissions

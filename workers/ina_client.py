@@ -34,7 +34,8 @@ a loss burst is not answered by a burst of the same size.
 Loss detection (`rack=True`, the default), as TCP's RACK-TLP (RFC 8985) adapted to
 per-chunk results:
 - a chunk is lost when a chunk sent after it got its result and a reordering window
-  (srtt / 4) has passed beyond the round trip that result took;
+  (min RTT / 4) has passed beyond the round trip that result took (at least SRTT for a
+  re-sent chunk);
 - the retransmission timeout of a chunk is restarted by every useful result, as TCP
   restarts its timer on every ACK of new data (RFC 6298, 5.3): it fires only when
   results stopped coming for a whole RTO (a tail loss, a stall).
@@ -408,7 +409,7 @@ class InaClient:
 
     def _declare_lost(self, j: int, now: float) -> None:
         # The copy left the pipe (lost, or stuck behind a slower worker): it no longer
-        # counts against cwnd, and the window shrinks once per round trip.
+        # counts against cwnd, and the window shrinks once per recovery episode.
         it = self._it
         it.deadline[j] = None
         it.in_flight -= 1
