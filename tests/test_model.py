@@ -11,6 +11,7 @@ import pytest
 
 import schemes
 from schemes import model as M
+from schemes.ina.model import most_resends
 from testbed.scenario import ScenarioError, parse_scenario
 from topologies.graph import build_graph
 from workers.agg_packet import frame_bytes
@@ -170,6 +171,17 @@ def test_ina_serialization_and_window_limits():
     assert g.wan_bytes_per_iteration == pytest.approx(2 * chunks * frame_bytes(32))
 
 
+def test_the_worst_chunks_resends_by_hand():
+    # one chunk losing each try with p = 0.5: a geometric number of re-sends, mean p / (1 - p)
+    assert most_resends(0.5, 1) == pytest.approx(1.0)
+    # the larger of two: sum over r of 1 - (1 - p^r)^2 = 2 p / (1 - p) - p^2 / (1 - p^2)
+    assert most_resends(0.5, 2) == pytest.approx(2 - 0.25 / 0.75)
+    assert most_resends(0.0, 1000) == 0.0
+    # the bench point's fixed window: 1024 chunks at 8.6 %: one re-send surely, a second
+    # almost surely, a third about every other time
+    assert 2.4 < most_resends(0.086, 1024) < 2.7
+
+
 def test_ina_loss_caps_the_window_by_the_response_function():
     from schemes.model import loss_window, response_window
     # geo-ina, 2 DCs x 2: a chunk needs d1's partial sum up the WAN and, for d1's workers,
@@ -193,7 +205,9 @@ def test_ina_loss_caps_the_window_by_the_response_function():
         assert f"{100 * p_chunk:.2g} %" in key
         # one window of w chunks per 100 ms round trip
         assert p.limits[key] == pytest.approx(chunks / w * 0.100, rel=1e-6)
-        assert p.iteration_s == pytest.approx(chunks / w * 0.100 + 0.100, rel=1e-6)
+        # + the last window's recovery: its worst chunk's re-sends, 1.25 round trips each
+        tail = most_resends(p_chunk, w) * 1.25 * 0.100
+        assert p.iteration_s == pytest.approx(chunks / w * 0.100 + 0.100 + tail, rel=1e-6)
         assert f"{w:.1f} chunks" in key
     # cubic's own response (RFC 8312, 5.1) wins on long round trips and little loss
     c = 1.93
@@ -203,9 +217,14 @@ def test_ina_loss_caps_the_window_by_the_response_function():
     # backlog: a random loss is only re-sent, the window stays: the frames again, no cap
     b = predict(scn("geo-ina", per_dc=2, loss=1, extra="scheme_options: {loss_response: backlog}"))
     assert not [k for k in b.limits if k.startswith("loss")]
-    (key,) = [k for k in b.terms if k.startswith("loss")]
+    (key,) = [k for k in b.terms if k.startswith("loss") and "re-sent" in k]
     ser = next(v for k, v in b.limits.items() if k.startswith("serialization"))
     assert b.terms[key] == pytest.approx(p_chunk * ser)
+    (tail,) = [k for k in b.terms if k.startswith("loss: the last window")]
+    (slots,) = [int(re.search(r"window: (\d+) slots", k).group(1)) for k in b.limits if k.startswith("window")]
+    last = min(slots, chunks)                # the chunks in flight at the end
+    assert f"of {last} x" in tail
+    assert b.terms[tail] == pytest.approx(most_resends(p_chunk, last) * 1.25 * 0.100)
     # no loss configured: no loss term at all
     assert not [k for k in predict(scn("geo-ina", per_dc=2)).terms if "loss" in k]
 
