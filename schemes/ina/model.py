@@ -166,7 +166,8 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         # and answered a round trip after its re-send, 1.25 R later than without the loss,
         # once per try it loses; the window's chunks recover in parallel, so the tail is
         # the most tries any of them needs. Measured where it shows (flat ina, fixed
-        # window, 1 MB, 1 % WAN loss, bench point: 1.615 s against 1.06 s without it).
+        # window, 1 MB, 1 % WAN loss, bench point: 1.76-1.87 s per iteration against
+        # 1.58 s with it, 1.06 s without it; docs/ina.md).
         resends = most_resends(p, last)
         add[f"{name}loss: the last window's recovery, {resends:.2f} re-sends of its "
             f"worst chunk of {last:.0f} x 1.25 round trips"] = resends * 1.25 * rtt
