@@ -89,6 +89,8 @@ class Scheme:
     model: Callable | None = None    # predict(graph, scenario, options) -> schemes.model.Prediction
                                      # (real-world graph; None: the scheme has no model yet)
     modes: tuple[str, ...] = ("bsp",)   # training modes it runs (workers/training_modes.py)
+    kernel_tcp: bool = True          # its workers or servers talk the kernel's TCP through the
+                                     # network, so the scenario's `tcp` settings shape it
     mode_problems: Callable | None = None   # mode_problems(options, mode) -> [(field path,
                                      # problem)]: options that cannot run in that mode
     controller: Callable | None = None   # controller(graph, scenario, options, plan, hooks)

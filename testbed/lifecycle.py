@@ -231,7 +231,7 @@ def run_once(opts: RunOptions, scn, repetition: int = 0, log=print) -> Path:
     results.write_json(run_dir / "manifest.json", manifest)
     log(f"run {run_id}: backend {backend} ({backend_reason}); link emulation {mode} ({mode_reason}); "
         f"time dilation {s:g}")
-    plan.warnings += tcp_settings.dilation_warnings(scn)
+    plan.warnings += tcp_settings.dilation_warnings(scn, app.scheme.kernel_tcp)
     load1, cores = os.getloadavg()[0], os.cpu_count() or 1
     if load_factor(load1, cores) > 1:
         plan.warnings.append(f"the machine is busy (load {load1:.1f} on {cores} CPUs): "

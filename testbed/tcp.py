@@ -39,13 +39,15 @@ def process_env(tcp) -> dict[str, str]:
     return {TCP_CONGESTION_ENV: tcp.congestion_control}
 
 
-def dilation_warnings(scn) -> list[str]:
+def dilation_warnings(scn, kernel_tcp: bool = True) -> list[str]:
     """Cubic grows its window with the time since its last cut on the kernel's clock; under
     time dilation s that clock runs the emulated seconds, so after a loss cubic regrows
     far faster per round trip than on a real host, and lossy TCP streams run faster than a
-    real cluster's would (docs/model.md). Reno's growth is per round trip: clock-free."""
+    real cluster's would (docs/model.md). Reno's growth is per round trip: clock-free.
+    kernel_tcp: the scheme talks kernel TCP (INA's workers run their own cubic on a
+    real-world clock: workers/congestion.py, so nothing to warn of)."""
     s, law, loss = scn.time_dilation, scn.tcp.congestion_control, configured_loss(scn)
-    if s <= 1 or law != "cubic" or loss <= 0:
+    if not kernel_tcp or s <= 1 or law != "cubic" or loss <= 0:
         return []
     return [f"TCP cubic under time dilation {s:g} with {100 * loss:g}% WAN loss: cubic regrows on "
             f"the emulated clock, faster per round trip than on a real host, so lossy TCP streams run "

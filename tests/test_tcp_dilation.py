@@ -36,3 +36,12 @@ def test_a_lossy_edge_alone_is_enough():
 @pytest.mark.parametrize("kw", [{"dilation": 1.0}, {"loss": 0.0}, {"law": "reno"}])
 def test_no_warning_without_dilation_loss_or_cubic(kw):
     assert dilation_warnings(scn(**kw)) == []
+
+
+def test_schemes_without_kernel_tcp_are_not_warned():
+    # INA's workers run their own cubic on a real-world clock (workers/congestion.py)
+    import schemes
+    assert dilation_warnings(scn(), kernel_tcp=False) == []
+    tcp = {n for n in schemes.NAMES if schemes.get(n).kernel_tcp}
+    assert {"ps", "hier-ps", "ring", "libra", "mlfabric"} <= tcp
+    assert not {"ina", "geo-ina", "l3dml", "inart"} & tcp

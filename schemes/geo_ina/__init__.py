@@ -7,6 +7,6 @@ from schemes.geo_ina.model import predict
 from schemes.ina.options import InaOptions
 from schemes.ina.plan import COMMUNICATOR, PROGRAM, plan_for
 
-SCHEME = Scheme("geo-ina", InaOptions, plan_for("geo-ina"), COMMUNICATOR, program=PROGRAM,
+SCHEME = Scheme("geo-ina", InaOptions, plan_for("geo-ina"), COMMUNICATOR, program=PROGRAM, kernel_tcp=False,
                 summary="hierarchical in-network aggregation by location (L3DML-like)",
                 model=predict)

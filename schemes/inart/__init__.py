@@ -7,6 +7,6 @@ from schemes.inart.model import predict
 from schemes.inart.options import InartOptions
 from schemes.inart.plan import COMMUNICATOR, PROGRAM, plan
 
-SCHEME = Scheme("inart", InartOptions, plan, COMMUNICATOR, program=PROGRAM,
+SCHEME = Scheme("inart", InartOptions, plan, COMMUNICATOR, program=PROGRAM, kernel_tcp=False,
                 summary="multi-PS split + INA route selection (InArt)", model=predict,
                 controller=make_controller)
