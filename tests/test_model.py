@@ -229,6 +229,30 @@ def test_ina_loss_caps_the_window_by_the_response_function():
     assert not [k for k in predict(scn("geo-ina", per_dc=2)).terms if "loss" in k]
 
 
+def test_ina_under_loss_names_the_out_of_step_pace_as_a_caveat():
+    # flat ina, 2 DCs x 2, 1 % per WAN direction: a remote worker's chunk is lost when any
+    # of the two remote contributions up or its result down is (1 - 0.99^3: the in-step
+    # model); its own frames lose 1 - 0.99^2. Once the others run ahead, that is what its
+    # window sees (docs/ina.md): a caveat with that pace, which the fidelity warning names
+    # when a run is faster than the model
+    from schemes.model import loss_window
+    from testbed.fidelity import suspects
+    from workers.congestion import cubic_c
+    chunks = N // 32
+    p = predict(scn("ina", per_dc=2, loss=1))
+    (key,) = [k for k in p.limits if k.startswith("loss")]
+    assert f"{100 * (1 - 0.99 ** 3):.2g} %" in key
+    (c,) = [c for c in p.caveats if c.startswith("out of step")]
+    own = chunks / loss_window(1 - 0.99 ** 2, 0.100, "cubic", cubic_c(frame_bytes(32))) * 0.100
+    assert f"about {own:.3g} s" in c and f"{p.limits[key]:.3g} s with every worker in step" in c
+    assert suspects(0.5, p.caveats, {}, 0.01)[1:] == [c]       # faster than the model: named
+    assert c not in suspects(1.5, ["other"], {}, 0.01)
+    # without loss, or without cuts (backlog re-sends only), nothing to say
+    assert not predict(scn("ina", per_dc=2)).caveats
+    assert not [c for c in predict(scn("ina", per_dc=2, loss=1, extra="scheme_options: {loss_response: backlog}")).caveats
+                if c.startswith("out of step")]
+
+
 def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
     # 2 DCs x 2, 1 % per WAN direction: geo-ina's workers lose 1 - 0.99^2 of the chunks and
     # cut their window; with l3dml the switches repair them: no loss at the workers, each

@@ -40,6 +40,26 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     return predict_trees(shape, graph, scenario, [(tree, values)], k, o)
 
 
+OUT_OF_STEP = "out of step"     # a caveat that explains a run faster than the model
+                                # (testbed/fidelity.py FASTER names it there)
+
+
+def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,
+                  frame: int) -> float:
+    """The loss-bound time of the slowest worker alone: its own path's loss window over its
+    own round trip to the root (measured: flat ina at 4 MB and geo-ina at 1 MB, 1 % WAN
+    loss, ran at 0.37-0.87 x the in-step model with all workers but one datacenter's ahead
+    of the job; docs/ina.md)."""
+    root = tree.points[tree.root].switch
+    worst = 0.0
+    for w in tree.workers:
+        r = net.rtt(w, root)
+        p = own_loss(net, tree, w, repaired)
+        if p > 0 and r > 0:
+            worst = max(worst, chunks / M.loss_window(p, r, t.congestion_law, cubic_c(frame)) * r)
+    return worst
+
+
 @dataclass(frozen=True)
 class Repair:
     """Links between aggregation points whose losses the switches repair (l3dml: docs/
@@ -73,6 +93,21 @@ def chunk_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset())
     results down from their parents) are left out: the switches repair those."""
     up = [(c.node, p.switch) for p in tree.points.values() for c in p.children
           if c.point not in repaired]
+    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])
+
+
+def own_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -> float:
+    """Probability that `worker`'s own frames lose a chunk: its contribution and the
+    partial sums that carry it up to the root, and the result down to it (chunk_loss
+    without the other workers' ways up). What a worker that sets the job's pace sees once
+    the others run ahead of it (their losses are repaired before its copy comes)."""
+    parent = {c.node: p for p in tree.points.values() for c in p.children}
+    up, node = [], worker
+    while node in parent:
+        p = parent[node]
+        if not (node != worker and p.id in repaired):
+            up.append((node, p.switch))
+        node = p.switch
     return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])
 
 
@@ -139,6 +174,7 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip{extra} "
                f"({chunks} chunks of k={k}), the last window serialized"] = \
             max(0.0, chunks / w - 1) * held + ser * min(1.0, w / max(chunks, 1))
+    caveats = []
     notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
              "the congestion window persists across iterations and has no restart after "
              "idle; it starts at 16 packets in the first iteration (warm-up, not modelled)"]
@@ -157,6 +193,13 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                        f"{w:.1f} chunks per {rtt * 1000:.0f} ms round trip on average "
                        f"({t.congestion_law})"] = chunks / w * rtt
                 last = min(last, w)
+                paced = out_of_step_s(net, tree, chunks, fixed, t, frame)
+                if paced < 0.9 * chunks / w * rtt:
+                    caveats.append(f"{OUT_OF_STEP}: workers that run ahead of the job no longer "
+                                   f"see the others' losses, and the slowest worker's own path then "
+                                   f"sets the pace, about {paced:.3g} s per iteration by its loss "
+                                   f"window, against {chunks / w * rtt:.3g} s with every worker in "
+                                   f"step (docs/ina.md)")
         else:                               # re-sent without a cut: the frames again
             add[f"{name}loss: {100 * p:.2g} % of chunks re-sent (no window cut)"] = p * ser
             notes.append("loss with loss_response backlog (or a fixed window): the re-sent "
@@ -172,7 +215,6 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         add[f"{name}loss: the last window's recovery, {resends:.2f} re-sends of its "
             f"worst chunk of {last:.0f} x 1.25 round trips"] = resends * 1.25 * rtt
     tree, chunks, rtt = max(windows, key=lambda t: t[2])
-    caveats = []
     held = comp.max_s - comp.mean_s     # how long the root holds the others' chunks
     timeout = worker_timeout_s(t, rtt, scenario)
     if held > timeout:
