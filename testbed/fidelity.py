@@ -96,7 +96,7 @@ def suspects(ratio: float, caveats: list, metrics: dict, loss: float, queued: bo
                    f"against {100 * loss:g}% configured loss: a queue overflowed ("
                    + ("the model simulated the queues; more loss than it had" if queued
                       else "congestion loss is not in the model") + ")")
-    return out + list(caveats)
+    return out + [c for c in caveats if not c.startswith(FASTER)]
 
 
 def configured_loss(scn) -> float:

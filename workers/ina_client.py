@@ -443,16 +443,22 @@ class InaClient:
         # that as the wait, chunks were declared lost 5 ms after they were sent (near the
         # root) and again and again (one 88 times; flat ina, 1 % WAN loss, simulation),
         # and with cuts a chunk ran out of re-sends.
+        # A first copy kept ends the scan (every later one was sent later and waits as long);
+        # a re-sent chunk kept does not (the first copies after it wait less).
         reorder, floor = self._reorder_window(), max(self._rack_rtt, self.rtt.srtt or 0.0)
-        for j, t in it.outstanding.items():     # oldest first; stops at the first kept
+        for j, t in it.outstanding.items():     # oldest first
             if t >= self._rack_sent:
                 break
-            wait = (floor if it.retries[j] else self._rack_rtt) + reorder
+            resent = it.retries[j] > 0
+            wait = (floor if resent else self._rack_rtt) + reorder
             if now < t + wait:
-                self._rack_at = t + wait
-                break
+                if self._rack_at is None or t + wait < self._rack_at:
+                    self._rack_at = t + wait
+                if not resent:
+                    break
+                continue
             if it.retries[j] >= self.cfg.max_retransmissions:
-                break                       # its own timer reports the failure
+                continue                    # its own timer reports the failure
             lost.append(j)
         for j in lost:
             self._declare_lost(j, now)

@@ -101,11 +101,11 @@ def own_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -
     partial sums that carry it up to the root, and the result down to it (chunk_loss
     without the other workers' ways up). What a worker that sets the job's pace sees once
     the others run ahead of it (their losses are repaired before its copy comes)."""
-    parent = {c.node: p for p in tree.points.values() for c in p.children}
+    parent = {c.node: (p, c.point) for p in tree.points.values() for c in p.children}
     up, node = [], worker
     while node in parent:
-        p = parent[node]
-        if not (node != worker and p.id in repaired):
+        p, child = parent[node]
+        if child not in repaired:       # a repaired point's partial sum up: not a loss
             up.append((node, p.switch))
         node = p.switch
     return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])

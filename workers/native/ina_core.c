@@ -470,30 +470,34 @@ static void declare_lost(struct ina_core *c, int64_t j, double now) {
 }
 
 /* InaClient._rack_detect. The Python collects the chunks to declare lost while it scans
-   `outstanding` oldest first, then declares them: they are a prefix of the list, so here
-   the scan counts them and the declarations take the list's head that many times. */
+   `outstanding` oldest first, then declares them; here each is declared as the scan
+   passes it (the next one read first). The same: a declaration changes nothing the scan
+   reads, and the episode a first cut marks is every unanswered chunk either way. */
 static void rack_detect(struct ina_core *c, double now) {
     c->has_rack_at = 0;
     double srtt = c->v->has_srtt ? c->v->srtt : 0.0;
     double min_rtt = c->v->has_min_rtt ? c->v->min_rtt : 0.0;
     double reorder = min_rtt / 4 + c->cfg.reorder_extra, floor = py_max(c->rack_rtt, srtt);
-    int64_t count = 0;
-    for (int64_t j = c->head; j >= 0; j = c->next[j]) {
+    for (int64_t j = c->head, nxt; j >= 0; j = nxt) {
+        nxt = c->next[j];
         double t = c->last_tx[j];
         if (t >= c->rack_sent)
             break;
-        double wait = (c->retries[j] ? floor : c->rack_rtt) + reorder;
+        int resent = c->retries[j] > 0;
+        double wait = (resent ? floor : c->rack_rtt) + reorder;
         if (now < t + wait) {
-            c->rack_at = t + wait;
-            c->has_rack_at = 1;
-            break;
+            if (!c->has_rack_at || t + wait < c->rack_at) {
+                c->rack_at = t + wait;
+                c->has_rack_at = 1;
+            }
+            if (!resent)
+                break;              /* every later first copy is kept too */
+            continue;
         }
         if (c->retries[j] >= c->cfg.max_retransmissions)
-            break;                  /* its own timer reports the failure */
-        count++;
+            continue;               /* its own timer reports the failure */
+        declare_lost(c, j, now);
     }
-    while (count--)
-        declare_lost(c, c->head, now);
 }
 
 /* InaClient._on_result: 1 accepted, 0 not, < 0 an error */
