@@ -287,7 +287,8 @@ def response_window(p: float, rtt_s: float, law: str, c: float, beta: float = CU
 
 def loss_window(p: float, rtt_s: float, law: str, c: float, beta: float = CUBIC_BETA) -> float:
     """Average window (chunks) of a worker that loses a fraction p of its chunks at random
-    and cuts at most once per round trip (workers/congestion.Aimd.on_loss, as TCP NewReno):
+    and cuts at most once per loss event (workers/congestion.Aimd.on_loss and the client's
+    recovery episode, as TCP NewReno):
     the cuts follow the loss *event* rate, one event per window with a loss in it,
     p_e = (1 - (1 - p)^W) / W (TFRC's loss event rate, RFC 5348, 5), so W is the fixed
     point W = response_window(p_e). At 2 % loss and W ~ 12 that is 6 % more window than

@@ -153,7 +153,7 @@ class ClientStats:
     bad_packets: int = 0        # not decodable, wrong job, or offset mismatch
     bytes_sent: int = 0
     bytes_received: int = 0
-    cwnd_decreases: int = 0     # multiplicative decreases (at most one per round trip)
+    cwnd_decreases: int = 0     # multiplicative decreases (at most one per recovery episode)
     cwnd_undos: int = 0         # decreases undone: every timed-out chunk was only late
     random_losses: int = 0      # losses with no queue behind them (loss_response "backlog")
 
@@ -437,12 +437,14 @@ class InaClient:
         """Declare lost, oldest first, the chunks sent before an answered one whose round
         trip plus the reordering window has passed (RFC 8985, 6.2)."""
         it, self._rack_at, lost = self._it, None, []
-        # At least SRTT, not the answered chunk's round trip alone: a chunk's result waits
-        # for the last worker's copy, so a worker that was that last one sees a round trip
-        # of its own path only, while its other chunks wait for the others' copies. With
-        # that as the wait, chunks were declared lost 5 ms after they were sent (near the
-        # root) and again and again (one 88 times; flat ina, 1 % WAN loss, simulation),
-        # and with cuts a chunk ran out of re-sends.
+        # A re-sent chunk waits at least SRTT, not the answered chunk's round trip alone: a
+        # chunk's result waits for the last worker's copy, so a worker that was that last
+        # one sees a round trip of its own path only, while its other chunks wait for the
+        # others' copies. With that as the wait, chunks were declared lost 5 ms after they
+        # were sent (near the root) and again and again (one 88 times; flat ina, 1 % WAN
+        # loss, simulation), and with cuts a chunk ran out of re-sends. A first copy waits
+        # the answered chunk's round trip only (RFC 8985): with the floor, a worker ahead
+        # of the job (SRTT: its wait at the root, seconds) found its own losses that late.
         # A first copy kept ends the scan (every later one was sent later and waits as long);
         # a re-sent chunk kept does not (the first copies after it wait less).
         reorder, floor = self._reorder_window(), max(self._rack_rtt, self.rtt.srtt or 0.0)
