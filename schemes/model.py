@@ -57,6 +57,11 @@ SNDBUF_PER_SEGMENT = 2429
 SOFTSWITCH_PPS = 40_000.0
 
 
+# A caveat that starts with this explains a run faster than the model; the fidelity
+# warning lists it only then (testbed/fidelity.py), the others only for slower runs.
+FASTER = "faster than the model: "
+
+
 @dataclass
 class Prediction:
     """A model's answer for one scenario (real-world seconds and bytes)."""

@@ -76,16 +76,14 @@ CONGESTION_LOSS = 0.001
 QUEUES_SIMULATED = "drop-tail queues"
 
 
-FASTER = "out of step"   # a model caveat that explains a run faster than the model
-
-
 def suspects(ratio: float, caveats: list, metrics: dict, loss: float, queued: bool = False) -> list[str]:
     """What to suspect when a run is outside the band, from the run's own evidence first.
     Slower than the model: loss the scenario did not configure (a queue overflowed and TCP
     recovered: not in the model unless it simulated the links' queues, `queued`), then the
     model's caveats (what it leaves out). Faster: the model over-estimates its largest term
-    (the warning names it)."""
-    if ratio < BAND[0]:     # and what the model says could make a run faster
+    (the warning names it), and the model's caveats that say what could make a run faster."""
+    from schemes.model import FASTER
+    if ratio < BAND[0]:
         return ["the model over-estimates (its largest term above is the first to check)"] + \
             [c for c in caveats if c.startswith(FASTER)]
     out = []

@@ -40,10 +40,6 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     return predict_trees(shape, graph, scenario, [(tree, values)], k, o)
 
 
-OUT_OF_STEP = "out of step"     # a caveat that explains a run faster than the model
-                                # (testbed/fidelity.py FASTER names it there)
-
-
 def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,
                   frame: int) -> float:
     """The loss-bound time of the slowest worker alone: its own path's loss window over its
@@ -93,7 +89,7 @@ def chunk_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset())
     results down from their parents) are left out: the switches repair those."""
     up = [(c.node, p.switch) for p in tree.points.values() for c in p.children
           if c.point not in repaired]
-    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])
+    return _lost_on(net, up + [(_down_from(tree, worker, repaired), worker)])
 
 
 def own_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -> float:
@@ -108,7 +104,12 @@ def own_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -
         if child not in repaired:       # a repaired point's partial sum up: not a loss
             up.append((node, p.switch))
         node = p.switch
-    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in up + [(_down_from(tree, worker, repaired), worker)])
+    return _lost_on(net, up + [(_down_from(tree, worker, repaired), worker)])
+
+
+def _lost_on(net: M.Net, hops: list) -> float:
+    """Probability that a chunk's frame is lost on one of `hops` [(a, b)], independently."""
+    return 1.0 - math.prod(1.0 - net.path_loss(a, b) for a, b in hops)
 
 
 def _down_from(tree, worker: str, repaired: frozenset) -> str:
@@ -195,11 +196,11 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                 last = min(last, w)
                 paced = out_of_step_s(net, tree, chunks, fixed, t, frame)
                 if paced < 0.9 * chunks / w * rtt:
-                    caveats.append(f"{OUT_OF_STEP}: workers that run ahead of the job no longer "
-                                   f"see the others' losses, and the slowest worker's own path then "
-                                   f"sets the pace, about {paced:.3g} s per iteration by its loss "
-                                   f"window, against {chunks / w * rtt:.3g} s with every worker in "
-                                   f"step (docs/ina.md)")
+                    caveats.append(f"{M.FASTER}workers out of step: those that run ahead of the "
+                                   f"job no longer see the others' losses, and the slowest worker's "
+                                   f"own path then sets the pace, about {paced:.3g} s per iteration "
+                                   f"by its loss window, against {chunks / w * rtt:.3g} s with every "
+                                   f"worker in step (docs/ina.md)")
         else:                               # re-sent without a cut: the frames again
             add[f"{name}loss: {100 * p:.2g} % of chunks re-sent (no window cut)"] = p * ser
             notes.append("loss with loss_response backlog (or a fixed window): the re-sent "
@@ -209,8 +210,8 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         # and answered a round trip after its re-send, 1.25 R later than without the loss,
         # once per try it loses; the window's chunks recover in parallel, so the tail is
         # the most tries any of them needs. Measured where it shows (flat ina, fixed
-        # window, 1 MB, 1 % WAN loss, bench point: 1.76-1.87 s per iteration against
-        # 1.58 s with it, 1.06 s without it; docs/ina.md).
+        # window, 1 MB, 1 % WAN loss, bench point: a pace of 1.70 s, against 1.58 s with
+        # it and 1.06 s without it; docs/ina.md).
         resends = most_resends(p, last)
         add[f"{name}loss: the last window's recovery, {resends:.2f} re-sends of its "
             f"worst chunk of {last:.0f} x 1.25 round trips"] = resends * 1.25 * rtt

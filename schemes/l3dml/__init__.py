@@ -13,6 +13,7 @@ from schemes.l3dml.controller import controller
 from schemes.l3dml.options import L3dmlOptions
 from schemes.l3dml.plan import plan
 
-SCHEME = Scheme("l3dml", L3dmlOptions, plan, "schemes.l3dml.communicator:L3dmlCommunicator", program=PROGRAM, kernel_tcp=False,
+SCHEME = Scheme("l3dml", L3dmlOptions, plan, "schemes.l3dml.communicator:L3dmlCommunicator", program=PROGRAM,
+                kernel_tcp=False,
                 summary="geo-ina + loss repair in the switches + straggler policy (L3DML)",
                 model=predict, controller=controller)
