@@ -356,6 +356,14 @@ class Stream:
     segments: tuple
     inputs: tuple = ()
     worker: str | None = None
+    # a message taken whole (store and forward, netstorm): it goes once all of its inputs
+    # are in and is in, every chunk of it, once its last segment is
+    whole: bool = False
+    # none of it goes before the first chunk of every stream of `gate` is in plus gate_s
+    # (netstorm's barrier: a server checks in at its first local chunk, and sends once the
+    # scheduler has heard from every server)
+    gate: tuple = ()
+    gate_s: float = 0.0
 
 
 def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
@@ -372,12 +380,17 @@ def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
     for it in range(iterations):
         got = []
         for i, s in enumerate(streams):
-            if s.inputs:
+            if s.inputs and s.whole:
+                ready = np.full(len(s.segments), max(float(np.max(got[j])) for j in s.inputs))
+            elif s.inputs:
                 ready = np.max([got[j] for j in s.inputs], axis=0)
             else:
                 ready = np.full(len(s.segments), start[s.worker] + _compute(compute, s.worker, it))
+            if s.gate:
+                ready = np.maximum(ready, max(float(np.min(got[j])) for j in s.gate) + s.gate_s)
             seg = np.asarray(s.segments)
-            got.append(senders[i].stream(ready, seg, rng) if senders[i] else ready)
+            arrived = senders[i].stream(ready, seg, rng) if senders[i] else ready
+            got.append(np.full(len(seg), float(np.max(arrived))) if s.whole else arrived)
         start = {w: float(max(got[j].max() for j in idx)) for w, idx in results.items()}
         ends.append(max(start.values()))
     return ends

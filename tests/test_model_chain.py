@@ -171,6 +171,34 @@ def test_chunks_of_a_stream_pipeline_through_a_server():
     assert period == pytest.approx(ser + 0.02 + 2 * ser + 0.02, rel=1e-6)
 
 
+def test_a_whole_message_is_stored_then_forwarded_and_arrives_at_once():
+    # the same two chunks, but relayed as one message (netstorm): the relay forwards
+    # nothing before all of it is in, and its receiver has none of it before the last
+    # segment; streamed, the relay would forward chunk 0 while chunk 1 is on the wire
+    h = ch.Hop(0.04, 0.02, RATE, 0.0)
+    ser = 5 * BITS / RATE
+    whole = [ch.Stream(h, (5, 5), (), "a"), ch.Stream(h, (5, 5), (0,), whole=True)]
+    streamed = [ch.Stream(h, (5, 5), (), "a"), ch.Stream(h, (5, 5), (0,))]
+    t = tcp(restart=False)
+    assert tree_period(whole, {"a": [1]}, 0.0, t) == pytest.approx(2 * (2 * ser + 0.02), rel=1e-6)
+    assert tree_period(streamed, {"a": [1]}, 0.0, t) == pytest.approx(3 * ser + 2 * 0.02, rel=1e-6)
+    ends = ch.tree_ends(whole + [ch.Stream(None, (5, 5), (1,))], {"a": [2]}, 0.0, t, 1)
+    assert ends == pytest.approx([2 * (2 * ser + 0.02)], rel=1e-6)
+
+
+def test_a_gated_stream_waits_for_the_first_chunk_of_every_gate_plus_its_delay():
+    # netstorm's barrier: b's message waits until a's first chunk is in + 0.3 s, though its
+    # own input (b's push) is in earlier
+    ha, hb = ch.Hop(0.04, 0.02, RATE, 0.0), ch.Hop(0.2, 0.1, RATE, 0.0)
+    ser = 5 * BITS / RATE
+    streams = [ch.Stream(ha, (5,), (), "a"), ch.Stream(hb, (5,), (), "b"),
+               ch.Stream(ha, (5,), (1,), whole=True, gate=(0,), gate_s=0.3)]
+    ends = ch.tree_ends(streams, {"a": [0], "b": [2]}, 0.0, tcp(restart=False), 1)
+    gate_open = ser + 0.02 + 0.3
+    assert ser + 0.1 < gate_open
+    assert ends == pytest.approx([gate_open + ser + 0.02], rel=1e-6)
+
+
 def test_chunk_segments_cut_a_byte_stream_where_each_chunk_ends():
     assert ch.chunk_segments(4096, 1024, 24, 1448) == (3, 3, 3, 3)   # 4120, 8240, 12360, 16480 B
     assert sum(ch.chunk_segments(262144, 4096, 24, 1448)) == math.ceil((4 * 262144 + 64 * 24) / 1448)
