@@ -51,7 +51,7 @@ def stats_of(log: Path) -> dict:
 
 
 def run_job(tmp: Path, iterations: int, tau_max: int, on_late: str, d_rep: int = 2,
-            kill_primary_after: int | None = None, compute_ms: float = 20.0):
+            kill_primary_after: int | None = None, compute_ms: float = 20.0, workload: dict = WORKLOAD):
     pport, rport = free_port(P_IP), free_port(R_IP)
     common = ["--children", str(N), "--lr", repr(WORKLOAD["lr"]), "--tau-max", str(tau_max),
               "--on-late", on_late, "--d-rep", str(d_rep), "--timeout", "20"]
@@ -67,7 +67,7 @@ def run_job(tmp: Path, iterations: int, tau_max: int, on_late: str, d_rep: int =
                            communicator="schemes.mlfabric.communicator:MlfabricCommunicator",
                            comm={"primary": [P_IP, pport], "replica": [R_IP, rport], "child_rank": i,
                                  "timeout_s": 20},
-                           workload=WORKLOAD, compute_time={"model": "constant", "value_ms": compute_ms},
+                           workload=workload, compute_time={"model": "constant", "value_ms": compute_ms},
                            stragglers={"persistent": [{"worker": 3, "factor": 4.0}]},
                            iterations=iterations, go_file=str(go), training={"mode": "asp", "staleness": None})
         path = tmp / f"w{i}.json"
@@ -245,3 +245,19 @@ def test_the_primary_ends_replication_gracefully_so_the_last_ack_is_not_reset():
     heads.close()
     worker.close()
     rsock.close()
+
+
+def test_a_model_larger_than_the_socket_buffers_reaches_the_replica(tmp_path):
+    # 8 MB of model: far more than loopback's socket buffers hold, so the primary's
+    # MODEL_INIT completes only while the replica reads it. The primary had sent it before
+    # opening the replica's second channel, which the replica waits to accept first: both
+    # waited until the timeout (mlfabric at 1 MB hung `bench schemes`' point)
+    big = {"kind": "synthetic", "parameters": 2_000_000}
+    events, primary, replica = run_job(tmp_path, 2, tau_max=8, on_late="drop", compute_ms=0.0,
+                                       workload=big)
+    assert primary.returncode == 0 and replica.returncode == 0, \
+        [(tmp_path / f"{s}.log").read_text()[-3000:] for s in ("primary", "replica")]
+    ps, rs = stats_of(tmp_path / "primary.log"), stats_of(tmp_path / "replica.log")
+    assert len(iteration_ends(events)) == 2 * N
+    assert ps["final_version"] >= 1 and rs["failover"] is None
+    assert rs["followed_versions"] == ps["final_version"] and rs["model_sha1"] == ps["model_sha1"]

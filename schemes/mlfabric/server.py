@@ -339,9 +339,13 @@ class FabricServer(AsyncServer):
         what = f"{self.name}: replica {h}:{p}"
         self.repl = fr.connect(h, p, what, self.timeout_s, self.accept_timeout_s)
         self.repl.send(fr.HELLO, W.DATA_CHANNEL)
-        self.repl.send(fr.MODEL_INIT, 0, self.model)
         self.heads = fr.connect(h, p, f"{what} (heads)", self.timeout_s, self.accept_timeout_s)
         self.heads.send(fr.HELLO, W.HEADS_CHANNEL)
+        # the model only once both channels are open: the replica reads nothing before it
+        # has accepted both, so a model larger than the sockets' buffers sent first blocked
+        # the primary there while the replica waited for the second connection (1 MB at
+        # `bench schemes`' point hung the run in its first iteration)
+        self.repl.send(fr.MODEL_INIT, 0, self.model)
         self.repl_out, self.heads_out = queue.Queue(), queue.Queue()
         self.senders += [self._thread(self._sender, self.repl, self.repl_out),
                          self._thread(self._sender, self.heads, self.heads_out)]
