@@ -277,6 +277,11 @@ class _Sender:
         return np.maximum.reduceat(seg_done, bounds) if total else ready.astype(float)
 
 
+# one TCP connection's sender, for simulations of a scheme's own order of messages
+# (schemes/mlfabric/model.py: the scheduler's grants)
+Sender = _Sender
+
+
 def _compute(compute, worker, iteration: int) -> float:
     """compute: seconds for every worker, or a function (worker, iteration) -> seconds."""
     return compute(worker, iteration) if callable(compute) else float(compute)
