@@ -586,3 +586,22 @@ def test_model_columns_follow_todays_model_and_the_row_beside_them():
     assert model_columns(old, row)["measured_over_model"] == pytest.approx(2 * today / 123.0, abs=1e-4)
     assert model_columns({"model": {"model_iteration_time_s": 1.0, "measured_over_model": None}},
                          row)["measured_over_model"] is None   # a schedule's stored None stays
+
+
+def test_an_ina_round_trip_follows_the_tree_not_the_direct_path():
+    # three datacenters 50 ms apart (each pair), a worker of d1 aggregated at d2's rack
+    # switch for a root beside d0's: its chunk goes d1 -> d2 -> d0 and the result back the
+    # same points, 4 x 50 ms, where the direct round trip is 2 x 50 ms (inart's plans put
+    # workers on other datacenters' points)
+    from types import SimpleNamespace as NS
+    from schemes.ina.model import tree_rtt
+    g = build_graph(scn("ina", dcs=3, per_dc=1, delay=50.0))
+    net = M.Net(g)
+    host = {g.nodes[h]["dc_index"]: h for h in g.nodes if g.nodes[h]["role"] == "host"}
+    rack = {g.nodes[h]["dc_index"]: next(iter(g.neighbors(h))) for h in host.values()}
+    d0, d1, d2 = sorted(host)
+    root = NS(switch=host[d0], parent=None, children=[NS(node=rack[d2], point="far")])
+    far = NS(switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
+    tree = NS(points={"root": root, "far": far}, root="root")
+    assert net.rtt(host[d1], host[d0]) == pytest.approx(0.1)
+    assert tree_rtt(net, tree, host[d1]) == pytest.approx(0.2)

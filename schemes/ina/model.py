@@ -40,6 +40,21 @@ def predict_values(shape: str, graph, scenario, o: InaOptions, values: int) -> M
     return predict_trees(shape, graph, scenario, [(tree, values)], k, o)
 
 
+def tree_rtt(net: M.Net, tree, worker: str) -> float:
+    """A worker's round trip through its tree: up from aggregation point to aggregation
+    point to the root and the result back down the same points, each leg on its shortest
+    path. Not the direct worker-root round trip: a plan may put a worker on another
+    datacenter's point (inart's at `bench schemes`' point: a Frankfurt worker on Tokyo's
+    rack switch for the Washington server, 398 ms against 91 ms direct)."""
+    parent = {c.node: p for p in tree.points.values() for c in p.children}
+    node, total = worker, 0.0
+    while node in parent:
+        up = parent[node].switch
+        total += net.delay(node, up) + net.delay(up, node)
+        node = up
+    return total
+
+
 def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,
                   frame: int) -> float:
     """The loss-bound time of the slowest worker alone: its own path's loss window over its
@@ -49,7 +64,7 @@ def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTran
     root = tree.points[tree.root].switch
     worst = 0.0
     for w in tree.workers:
-        r = net.rtt(w, root)
+        r = tree_rtt(net, tree, w)
         p = own_loss(net, tree, w, repaired)
         if p > 0 and r > 0:
             worst = max(worst, chunks / M.loss_window(p, r, t.congestion_law, cubic_c(frame)) * r)
@@ -158,8 +173,7 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                 load.frames(c.node, p.switch, chunks, frame)    # contributions / partial sums up
                 load.frames(p.switch, c.node, chunks, frame)    # results down (multicast replica)
         workers |= set(tree.workers)
-        root_node = tree.points[tree.root].switch
-        windows.append((tree, chunks, max(net.rtt(w, root_node) for w in tree.workers)))
+        windows.append((tree, chunks, max(tree_rtt(net, tree, w) for w in tree.workers)))
     p_fix = repaired_loss(net, trees[0][0], fixed) if repair else 0.0
     comp = M.compute(graph, scenario, sorted(workers, key=lambda n: graph.nodes[n]["worker_index"]))
     limits = M.link_limits(load, scenario)

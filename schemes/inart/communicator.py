@@ -91,7 +91,12 @@ class InartCommunicator(CommunicatorBase):
                 "plan": self.follower.seq if self.follower else 0,
                 "jobs": [c.cfg.job for c in self.clients],
                 "cwnd": [c.cc.cwnd for c in self.clients],
-                "srtt_s": [c.rtt.srtt for c in self.clients]}
+                "srtt_s": [c.rtt.srtt for c in self.clients],
+                # per job since the start (what tells a loss from a late result apart:
+                # cuts, cuts undone, results that came for a chunk already answered)
+                "cwnd_decreases_total": [c.stats.cwnd_decreases for c in self.clients],
+                "cwnd_undos_total": [c.stats.cwnd_undos for c in self.clients],
+                "duplicate_results_total": [c.stats.duplicate_results for c in self.clients]}
 
     def describe(self) -> dict:
         return {"k": self.clients[0].cfg.k, "jobs": [c.cfg.job for c in self.clients],
