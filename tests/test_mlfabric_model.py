@@ -14,12 +14,8 @@ ASP = "training: {mode: asp}\nscheme_options: {replicate: false}"
 
 
 def small(extra: str, values: int = 2048, per_dc: int = 1, **kw):
-    import tests.test_model as tm
-    old, tm.N = tm.N, values
-    try:
-        return predict(scn("mlfabric", dcs=2, per_dc=per_dc, mbps=50.0, delay=50.0, extra=extra, **kw))
-    finally:
-        tm.N = old
+    return predict(scn("mlfabric", dcs=2, per_dc=per_dc, mbps=50.0, delay=50.0, extra=extra,
+                       values=values, **kw))
 
 
 def test_a_remote_update_asks_waits_for_its_grant_then_sends_and_gets_the_model_by_hand():

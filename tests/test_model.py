@@ -22,7 +22,7 @@ S = 4 * N
 
 
 def scn(scheme="ps", dcs=2, per_dc=1, mbps=50.0, delay=50.0, compute="{model: constant, value_ms: 0}",
-        extra="", limits=True, loss=0.0):
+        extra="", limits=True, loss=0.0, values: int | None = None):
     names = "".join(f"\n  - {{name: d{i}, lat: 0, lon: {i * 3}, racks: 1, workers_per_rack: {per_dc}}}"
                     for i in range(dcs))
     text = f"""
@@ -33,7 +33,7 @@ intra_dc:
   access: {{bandwidth_mbps: 1000, delay_ms: 0}}
   uplink: {{bandwidth_mbps: 1000, delay_ms: 0}}
 scheme: {scheme}
-workload: {{kind: synthetic, parameters: {N}}}
+workload: {{kind: synthetic, parameters: {values or N}}}
 compute_time: {compute}
 iterations: 50
 {extra}

@@ -45,13 +45,8 @@ def test_one_message_up_and_the_result_down_after_the_barrier_by_hand():
     # 2,048 values (6 segments: inside the initial window, so no round trip of growth):
     # the barrier (the scheduler beside datacenter 0's server: a 100 ms round trip), then
     # the block's message to the root and the result back, each serialized and 50 ms away
-    import tests.test_model as tm
     n = 2048
-    old, tm.N = tm.N, n
-    try:
-        p = predict(scn("netstorm", dcs=2, per_dc=1, mbps=50.0, delay=50.0))
-    finally:
-        tm.N = old
+    p = predict(scn("netstorm", dcs=2, per_dc=1, mbps=50.0, delay=50.0, values=n))
     segs = sum(ch.chunk_segments(n, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS))
     assert segs == 6
     ser = segs * BITS / 50e6
