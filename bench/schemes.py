@@ -12,6 +12,8 @@ direction (the model has the loss term too). Time dilation (default 10) keeps th
 switches' packet rate below what they carry; every figure is reported back in real-world
 seconds. ps runs its server in the first datacenter (co-located with a worker, as MXNet
 is usually deployed); hier-ps's global server too; INA uses k = 64 values per packet.
+`--schemes` takes any registered scheme (default the five classic ones); one that does not
+run bsp runs in its own mode (mlfabric: asp), so its row is not a bsp speedup.
 
 Per bandwidth and scheme, from each run's row (analysis/measure.py, the first iteration
 left out as everywhere): time per iteration (the job's pace, iteration_period_s),
@@ -38,6 +40,7 @@ import yaml
 
 from analysis.rundata import RunData
 from analysis.speedup import speedup_table
+import schemes
 
 PREFIX = "bs"
 SCHEMES = ("ps", "hier-ps", "ring", "ina", "geo-ina")
@@ -56,6 +59,9 @@ def scenario(scheme: str, wan_mbps: float, parameters: int, iterations: int, dil
            "compute_time": {"model": "constant", "value_ms": 0.0}, "iterations": iterations}
     if loss_pct:
         scn["wan"]["default"]["loss_pct"] = float(loss_pct)
+    modes = schemes.get(scheme).modes
+    if "bsp" not in modes:      # mlfabric runs asp only: its own mode, said in the table's name
+        scn["training"] = {"mode": modes[0]}
     if scheme in ("ina", "geo-ina"):
         scn["switch"] = {"program": "p4/aggregation.p4", "defines": {"AGG_K": 64}}
     return scn

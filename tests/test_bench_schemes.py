@@ -19,6 +19,13 @@ def test_the_scenario_is_three_datacenters_with_the_loss_asked_for(scheme):
     assert lossless.wan.default.loss_pct == 0
 
 
+def test_every_registered_scheme_gets_a_valid_scenario_in_a_mode_it_runs():
+    import schemes
+    for name in schemes.NAMES:
+        scn = parse_scenario(yaml.safe_dump(scenario(name, 50, 262144, 6, 10)), "<bench>")
+        assert scn.scheme == name and scn.training.mode in schemes.get(name).modes
+
+
 @pytest.mark.parametrize("argv, says", [(["--loss", "100"], "--loss 100"), (["--loss", "-1"], "--loss -1"),
                                         (["--iterations", "1"], "--iterations"),
                                         (["--schemes", "ring"], "must include ps")])
