@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 import schemes
 from schemes import model as M
@@ -605,3 +606,35 @@ def test_an_ina_round_trip_follows_the_tree_not_the_direct_path():
     tree = NS(points={"root": root, "far": far}, root="root")
     assert net.rtt(host[d1], host[d0]) == pytest.approx(0.1)
     assert tree_rtt(net, tree, host[d1]) == pytest.approx(0.2)
+
+
+def test_workers_whose_results_come_later_than_the_retransmission_margin_are_named():
+    # the same detour with a second worker on the root's own rack: its results come at
+    # once, the far one's 100 ms later (d0 -> d2 -> d1); the workers' margin (auto) is half
+    # the longest direct round trip (100 ms), at least 100 ms: not more than the skew
+    from types import SimpleNamespace as NS
+    from schemes.ina.model import result_skew_s, retransmit_margin_s
+    from schemes.ina.options import InaTransportOptions
+    sc = scn("ina", dcs=3, per_dc=1, delay=50.0)
+    g = build_graph(sc)
+    net = M.Net(g)
+    host = {g.nodes[h]["dc_index"]: h for h in g.nodes if g.nodes[h]["role"] == "host"}
+    rack = {g.nodes[h]["dc_index"]: next(iter(g.neighbors(h))) for h in host.values()}
+    d0, d1, d2 = sorted(host)
+    root = NS(switch=rack[d0], parent=None, children=[NS(node=host[d0], point=None), NS(node=rack[d2], point="far")])
+    far = NS(switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
+    tree = NS(points={"root": root, "far": far}, root="root", workers=[host[d0], host[d1]])
+    assert result_skew_s(net, tree) == pytest.approx(0.1)
+    assert retransmit_margin_s(net, tree, InaTransportOptions(), sc) == pytest.approx(0.1)
+    assert retransmit_margin_s(net, tree, InaTransportOptions(rto_margin_ms=50), sc) == pytest.approx(0.05)
+
+
+def test_inart_at_the_bench_point_is_named_out_of_phase():
+    # measured (docs/model.md, inart): a Frankfurt worker aggregated at Tokyo's rack gets its
+    # results 199 ms after Washington's workers, whose timers then fire once an iteration
+    from bench.schemes import scenario as bench_scenario
+    sc = parse_scenario(yaml.safe_dump(bench_scenario("inart", 50, 262144, 6, 10)), "<bench>")
+    p = M.predict("inart", build_graph(sc), sc)
+    assert any("workers out of phase" in c and "199 ms" in c for c in p.caveats)
+    flat = parse_scenario(yaml.safe_dump(bench_scenario("ina", 50, 262144, 6, 10)), "<bench>")
+    assert not any("out of phase" in c for c in M.predict("ina", build_graph(flat), flat).caveats)

@@ -55,6 +55,31 @@ def tree_rtt(net: M.Net, tree, worker: str) -> float:
     return total
 
 
+def result_skew_s(net: M.Net, tree) -> float:
+    """How much later the last worker's result arrives than the first's (one-way delays
+    down the tree's points from the root), real-world seconds."""
+    parent = {c.node: p for p in tree.points.values() for c in p.children}
+
+    def down(w: str) -> float:
+        node, total = w, 0.0
+        while node in parent:
+            total += net.delay(parent[node].switch, node)
+            node = parent[node].switch
+        return total
+    ways = [down(w) for w in tree.workers]
+    return max(ways) - min(ways) if ways else 0.0
+
+
+def retransmit_margin_s(net: M.Net, tree, t: InaTransportOptions, scenario) -> float:
+    """What a worker's RTO adds to its SRTT, real-world seconds, as the plans set it
+    (schemes/ina/plan.rto_margin_ms: auto, half the longest direct worker-root round trip,
+    at least 100 ms emulated)."""
+    if t.rto_margin_ms != "auto":
+        return float(t.rto_margin_ms) / 1000 / scenario.time_dilation
+    root = tree.points[tree.root].switch
+    return max(0.1 / scenario.time_dilation, 0.5 * max((net.rtt(w, root) for w in tree.workers), default=0.0))
+
+
 def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,
                   frame: int) -> float:
     """The loss-bound time of the slowest worker alone: its own path's loss window over its
@@ -237,6 +262,15 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                        f"more than the workers' retransmission timeout (about {timeout:.3f} s on the "
                        f"{rtt:.3f} s round trip): the others' timers fire on chunks the root holds "
                        "for it (spurious re-sends and window cuts, not in the model)")
+    for tr, _, _ in windows:
+        skew, margin = result_skew_s(net, tr), retransmit_margin_s(net, tr, t, scenario)
+        if skew > margin + 1e-9:
+            name = "" if len(trees) == 1 else f"job {tr.job}: "
+            caveats.append(f"{name}workers out of phase: the last worker's results come {skew * 1000:.0f} ms "
+                           f"after the first's (their ways down the tree), more than the workers' "
+                           f"retransmission margin ({margin * 1000:.0f} ms): the first ones' next chunks "
+                           "wait at the root for its contributions, their timers fire once an iteration "
+                           "(a window re-sent and cut, not in the model; docs/model.md, inart)")
     if p_fix > 0:
         last = min(tree.window, chunks)
         add[f"the last window's repairs ({repair.time_s * 1000:.0f} ms each, switch timers)"] = \
