@@ -72,12 +72,11 @@ def result_skew_s(net: M.Net, tree) -> float:
 
 def retransmit_margin_s(net: M.Net, tree, t: InaTransportOptions, scenario) -> float:
     """What a worker's RTO adds to its SRTT, real-world seconds, as the plans set it
-    (schemes/ina/plan.rto_margin_ms: auto, half the longest direct worker-root round trip,
-    at least 100 ms emulated)."""
+    (schemes/ina/plan.rto_margin_ms: auto, half the tree's longest round trip, at least
+    100 ms emulated)."""
     if t.rto_margin_ms != "auto":
         return float(t.rto_margin_ms) / 1000 / scenario.time_dilation
-    root = tree.points[tree.root].switch
-    return max(0.1 / scenario.time_dilation, 0.5 * max((net.rtt(w, root) for w in tree.workers), default=0.0))
+    return max(0.1 / scenario.time_dilation, 0.5 * max((tree_rtt(net, tree, w) for w in tree.workers), default=0.0))
 
 
 def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,

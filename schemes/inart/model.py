@@ -14,7 +14,7 @@ from schemes.inart.split import value_ranges
 
 
 def predict(graph, scenario, o: InartOptions) -> M.Prediction:
-    _, _, ip, trees, k, _ = build(graph, scenario, o)
+    _, _, ip, trees, k, resolved = build(graph, scenario, o)
     ranges = value_ranges(ip.shares, M.parameters(scenario))
     parts = [(t, b - a) for t, (a, b) in zip(trees, ranges) if b > a]
-    return predict_trees("inart", graph, scenario, parts, k)
+    return predict_trees("inart", graph, scenario, parts, k, resolved)   # its workers' transport
