@@ -49,12 +49,12 @@ doctor: setup
 # machine's network, ports and cores, and some timings are measurements). Both parts run
 # even when the first fails; the exit status is the first failure's.
 test: setup
-	@rc=0; $(PY) -m pytest -q -ra -n 2 -m "not mininet and not bmv2" --durations=10 || rc=$$?; \
+	@rc=0; $(PY) -m pytest -q -ra -n 2 --dist loadgroup -m "not mininet and not bmv2" --durations=10 || rc=$$?; \
 	$(PY) -m pytest -q -ra -m "mininet or bmv2" --durations=25 || { r=$$?; [ $$rc -ne 0 ] || rc=$$r; }; \
 	exit $$rc
 
 test-fast: setup
-	$(PY) -m pytest -q -ra -n 2 -m "not mininet and not bmv2"
+	$(PY) -m pytest -q -ra -n 2 --dist loadgroup -m "not mininet and not bmv2"
 
 # The doctor, then ps against geo-ina on three datacenters with stragglers (~3 min here):
 # the headline table and the path of the speedup figure (scenarios/demo.yaml).

@@ -25,6 +25,12 @@ from testbed.executors import ExecutorError
 from testbed.sweep_model import load_sweep
 from tests.sweep_runners import read_calls, read_spans, runner
 
+# one xdist worker runs every test here (make test: --dist loadgroup): a ray.init on the
+# other worker while one of these tests has its cluster up connects to that cluster or
+# refuses num_cpus ("When connecting to an existing cluster, num_cpus and num_gpus must
+# not be provided": CI, 28 Nov 2026)
+pytestmark = pytest.mark.xdist_group("ray")
+
 BASE = Path(__file__).parent / "data" / "results_fixture" / "base.yaml"
 BODY = """name: s
 axes:
