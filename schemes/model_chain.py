@@ -90,7 +90,7 @@ def cubic_cnt(cwnd: float, target: float, friendly: float, had_max: bool) -> flo
     return max(cnt, 2.0)
 
 
-class _Sender:
+class Sender:
     """The state of one hop's TCP sender (segments, real-world seconds). Bursts in flight
     are (time their ACKs are back, segments, lost any, time sent, window-limited)."""
 
@@ -277,11 +277,6 @@ class _Sender:
         return np.maximum.reduceat(seg_done, bounds) if total else ready.astype(float)
 
 
-# one TCP connection's sender, for simulations of a scheme's own order of messages
-# (schemes/mlfabric/model.py: the scheduler's grants)
-Sender = _Sender
-
-
 def _compute(compute, worker, iteration: int) -> float:
     """compute: seconds for every worker, or a function (worker, iteration) -> seconds."""
     return compute(worker, iteration) if callable(compute) else float(compute)
@@ -296,7 +291,7 @@ def ring_ends(hops: list, segments: list, steps: int, compute, tcp: Tcp,
     seconds)."""
     w = len(hops)
     rng = np.random.default_rng(seed)
-    senders = [_Sender(h, tcp) for h in hops]
+    senders = [Sender(h, tcp) for h in hops]
     got = [0.0] * w                     # when worker r has the chunk of the previous step
     ends = []
     for i in range(iterations):
@@ -325,11 +320,18 @@ def pace(ends: list, run_iterations: int | None, warmup: int = 1, steady_last: i
     return (ends[-1] - ends[warmup - 1] + (n - k) * steady) / (n - warmup)
 
 
-def run_words(run_iterations: int | None) -> str:
-    """How a simulated pace was taken, for a term's name."""
-    if run_iterations is None:
-        return "steady pace of a long job"
-    return f"pace of the run's {run_iterations} iterations after the warm-up one"
+def run_words(run_iterations: int | None, seeds: int = 1) -> str:
+    """How a simulated pace was taken, for a term's name (with the seeds averaged, if more
+    than one: seeds_for)."""
+    how = "steady pace of a long job" if run_iterations is None else \
+        f"pace of the run's {run_iterations} iterations after the warm-up one"
+    return how + (f", {seeds} seeds" if seeds > 1 else "")
+
+
+def hop(net, a, b, rate_bps) -> Hop | None:
+    """The Hop a -> b of a schemes.model.Net, at rate_bps(a, b); None when a and b share a
+    host (no network)."""
+    return Hop(net.rtt(a, b), net.delay(a, b), rate_bps(a, b), net.path_loss(a, b)) if a != b else None
 
 
 def seeds_for(run_iterations: int | None, lossy: bool, cap: int = 16, samples: int = 40) -> int:
@@ -379,7 +381,7 @@ def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
     iteration (its pulls). A worker starts its next push its compute time after its
     results are in (seconds, or a function (worker, iteration) -> seconds)."""
     rng = np.random.default_rng(seed)
-    senders = [_Sender(s.hop, tcp) if s.hop else None for s in streams]
+    senders = [Sender(s.hop, tcp) if s.hop else None for s in streams]
     start = {w: 0.0 for w in results}
     ends = []
     for it in range(iterations):

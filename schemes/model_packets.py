@@ -20,7 +20,7 @@ delay and its random loss (the datacenter links too: without their rate, a serve
 sums left at once and overflowed the WAN queue, where the emulation feeds them at the LAN's
 pace). Each stream is a Linux-like TCP sender and receiver:
 the window, slow start, cubic or reno growth, slow start after idle and cwnd validation of
-model_chain._Sender (the same code), with tcp_cwnd_validate's record of the window that
+model_chain.Sender (the same code), with tcp_cwnd_validate's record of the window that
 limited the sender (it grows on all that window's ACKs); delayed ACKs (one per two
 segments, at once on a hole; cumulative, with the segments since the ACK before as SACK);
 RACK loss detection (a segment sent before one that was delivered is lost once three later
@@ -35,7 +35,7 @@ queues.
 
 Streams depend on each other as in model_chain (a tree's pull chunk after that chunk of
 every push; a ring hop's step after its left neighbour's previous step), and the window
-code is model_chain._Sender's own (slow start, cubic, restart, validation), so the two
+code is model_chain.Sender's own (slow start, cubic, restart, validation), so the two
 simulations differ only in the network under them."""
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schemes.model_chain import DUP_THRESH, RACK_REO, Hop, Tcp, _Sender, _compute
+from schemes.model_chain import DUP_THRESH, RACK_REO, Hop, Tcp, Sender, _compute
 from schemes.model_chain import pace as chain_pace
 from topologies.linkemu import queue_bytes
 
@@ -86,12 +86,12 @@ class PacketStream:
     lag: int = 0
 
 
-class _Flow(_Sender):
+class _Flow(Sender):
     """A stream's sender and receiver. Segment states: 0 not sent, 1 in flight, 2 marked
     lost (waiting to go again), 3 delivered."""
 
     def __init__(self, s: PacketStream, tcp: Tcp):
-        # the hop gives _Sender's window code the path's base round trip (cubic's clock,
+        # the hop gives Sender's window code the path's base round trip (cubic's clock,
         # the restart's floor); rate and loss are the queues' here
         super().__init__(Hop(s.rtt_s, s.rtt_s / 2, math.inf, 0.0), tcp)
         self.s = s

@@ -64,7 +64,7 @@ SER = BITS / RATE
 
 
 def test_a_lost_tail_waits_for_the_probe():
-    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    s = ch.Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
     # one segment, lost once: sent, probe after 2 round trips, sent again, arrives
     done = s.send(0.0, 1, Scripted([0], []))
     assert done == pytest.approx(SER + 2 * RTT + SER + D)
@@ -74,18 +74,18 @@ def test_a_lost_segment_before_the_tail_is_found_by_rack():
     # 5 segments in one window. The second lost: three later segments are in, so RACK
     # finds it at the third one's ACK (Linux's reordering window is 0 then), it is sent
     # again behind the burst and arrives
-    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    s = ch.Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
     done = s.send(0.0, 5, Scripted([1], []))
     assert done == pytest.approx(5 * SER + RTT + SER + D)
     # the fourth lost: one later segment only, found a quarter round trip after the
     # burst's ACKs
-    s = ch._Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
+    s = ch.Sender(ch.Hop(RTT, D, RATE, 0.01), tcp(restart=False))
     done = s.send(0.0, 5, Scripted([3], []))
     assert done == pytest.approx(5 * SER + 1.25 * RTT + SER + D)
 
 
 def test_a_chunk_larger_than_the_window_takes_round_trips_and_a_loss_cuts_the_window():
-    s = ch._Sender(ch.Hop(RTT, D, 1e9, 0.01), tcp(restart=False))
+    s = ch.Sender(ch.Hop(RTT, D, 1e9, 0.01), tcp(restart=False))
     fast = BITS / 1e9
     # 30 segments from the initial window of 10: 10, then 20 (slow start) sent from the
     # first ACK on, one round trip after the first segment (the ACK clock spaces them)
@@ -274,7 +274,7 @@ def test_cubic_grows_by_at_most_half_its_window_a_round_trip():
     assert ch.cubic_cnt(100, 101, 0, True) == pytest.approx(100)
     assert ch.cubic_cnt(100, 101, 0, False) == 20
     assert ch.cubic_cnt(100, 90, 110, True) == pytest.approx(10)   # the TCP-friendly pace
-    s = ch._Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
+    s = ch.Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
     s.cwnd, s.ssthresh, s.w_max = 100.0, 50.0, 100.0
     s._epoch(0.0, 0.0, 100.0)
     for _ in range(100):                      # a window of ACKs, 30 s into the epoch
@@ -286,7 +286,7 @@ def test_a_restart_keeps_a_threshold_never_set():
     # tcp_cwnd_restart sets ssthresh = tcp_current_ssthresh = max(ssthresh, 3/4 cwnd): a
     # stream that never left slow start (TCP_INFINITE_SSTHRESH) slow-starts again to
     # wherever its window takes it; one that did keeps at least 3/4 of its window
-    s = ch._Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
+    s = ch.Sender(ch.Hop(0.1, 0.05, math.inf, 0.0), tcp())
     s.cwnd, s.last_send = 700.0, 0.0
     s._restart(5.0)
     assert s.cwnd == 10 and s.ssthresh == math.inf
@@ -300,7 +300,7 @@ def test_an_application_limited_stream_that_hears_acks_keeps_its_window():
     # (tcp_cong_avoid), so a stream sending 5 segments every 50 ms on a 100 ms path, never
     # filling its window of 100, keeps it for 2 s (without the stamp, cwnd validation
     # took it down to 29 by halving toward what it used after each RTO of 0.3 s)
-    s = ch._Sender(ch.Hop(0.1, 0.05, 1e9, 0.0), tcp("reno"))
+    s = ch.Sender(ch.Hop(0.1, 0.05, 1e9, 0.0), tcp("reno"))
     s.cwnd, s.ssthresh = 100.0, 50.0
     s.stream(np.arange(40) * 0.05, np.full(40, 5), np.random.default_rng(0))
     assert s.cwnd == 100

@@ -60,8 +60,8 @@ def predict(graph, scenario, o: MlfabricOptions):
     comm = max(0.0, period - p.compute_s)
     why = (f"{SCHEDULED}: slots {o.slots}, tau_max {o.tau_max} ({o.on_late}), "
            + (f"d_rep {o.d_rep}" if replica else "no replica")
-           + f", {tcp.law}: every update and model a TCP message, {ch.run_words(scenario.iterations)}"
-           + (f", {ch.seeds_for(scenario.iterations, lossy)} seeds" if lossy else "")
+           + f", {tcp.law}: every update and model a TCP message, "
+           + ch.run_words(scenario.iterations, ch.seeds_for(scenario.iterations, lossy))
            + " (schemes/mlfabric/model.py)")
     notes.append("mlfabric: ps's limits on the primary's placement, and the scheduler's order simulated")
     if o.aggregation:
@@ -93,9 +93,9 @@ def scheduled_ends(net, workers: list, primary: str, replica: str | None, o: Mlf
     core = MlfabricCore(len(workers), o.tau_max, o.on_late, o.slots, o.d_rep if replica else None,
                         o.agg_window)
 
-    def sender(a, b):
-        return ch.Sender(ch.Hop(net.rtt(a, b), net.delay(a, b), net.min_rate_bps(a, b),
-                                 net.path_loss(a, b)), tcp) if a != b else None
+    def sender(a, b):     # one transfer at a time on a path: its full rate
+        h = ch.hop(net, a, b, net.min_rate_bps)
+        return ch.Sender(h, tcp) if h else None
 
     def send(s, t: float) -> float:
         return t if s is None else s.send(t, segments, rng)

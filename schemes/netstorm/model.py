@@ -76,7 +76,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         return len(flows) - 1
 
     lan_segs = ch.chunk_segments(values, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
-    push = {w: add(ch.Stream(_hop(net, load, w, h), lan_segs, (), w)) for w, h, _ in lan_flows}
+    push = {w: add(ch.Stream(ch.hop(net, w, h, load.share_bps), lan_segs, (), w)) for w, h, _ in lan_flows}
     pushes_at = defaultdict(list)
     for w, _, dc in lan_flows:
         pushes_at[dc].append(push[w])
@@ -86,7 +86,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         path = p.routes[(a, b)][0]
         last = None
         for u, v in zip(path, path[1:]):
-            last = add(ch.Stream(_hop(net, load, srv[u], srv[v]), segs, inputs, whole=True,
+            last = add(ch.Stream(ch.hop(net, srv[u], srv[v], load.share_bps), segs, inputs, whole=True,
                                  gate=gate, gate_s=barrier_s))
             inputs = (last,)
         return last
@@ -111,12 +111,8 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         down(root, sum_at(root))
     results = {}
     for w, h, dc in lan_flows:
-        results[w] = [add(ch.Stream(_hop(net, load, h, w), lan_segs, tuple(result_at[dc]), whole=False))]
+        results[w] = [add(ch.Stream(ch.hop(net, h, w, load.share_bps), lan_segs, tuple(result_at[dc])))]
     return flows, results
-
-
-def _hop(net, load, a: str, b: str):
-    return ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b)) if a != b else None
 
 
 def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
@@ -126,9 +122,10 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     srv = pl.info["server_hosts"]
     values = M.parameters(scenario)
     per = M.framed(values, DEFAULT_CHUNK_VALUES, HEADER.size)
+    dc = {w: pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"]) for w in pl.workers}
     lan = []
     for w in pl.workers:
-        h = srv[pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"])]
+        h = srv[dc[w]]
         if w != h:
             load.tcp(w, h, per)
             load.tcp(h, w, per)
@@ -181,17 +178,16 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     tcp = M.simulated_tcp(scenario)
     sim = None
     if tcp is not None and tree_fits(net, lan + wan, scenario, lossy):
-        lan_flows = [(w, srv[pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"])],
-                      pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"])) for w in pl.workers]
+        lan_flows = [(w, srv[dc[w]], dc[w]) for w in pl.workers]
         streams, results = message_streams(net, load, p, srv, lan_flows, values,
                                            add["barrier (longest server-scheduler round trip)"])
         draw = M.compute_draws(graph, scenario, pl.workers)
         period = ch.mean_pace(lambda n, seed: ch.tree_ends(streams, results, draw, tcp, n, seed),
                               scenario.iterations, lossy, cap=TREE_CAP)
         sim = (period, f"overlay connections{' under loss' if lossy else ''}, {tcp.law}: each message "
-                       f"whole, hop by hop after the barrier, {ch.run_words(scenario.iterations)}"
-                       + (f", {ch.seeds_for(scenario.iterations, lossy, TREE_CAP)} seeds" if lossy else "")
-                       + " (schemes/model_chain.py)")
+                       f"whole, hop by hop after the barrier, "
+                       f"{ch.run_words(scenario.iterations, ch.seeds_for(scenario.iterations, lossy, TREE_CAP))}"
+                       " (schemes/model_chain.py)")
     limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes,
                                   "netstorm's overlay connections")
     return M.assemble("netstorm", comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),

@@ -146,15 +146,14 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
                     f"{QUEUED} {tcp.law}: push and gated pull segment by segment, "
                     f"{ch.run_words(scenario.iterations)} (schemes/model_packets.py)")
     seeds = ch.seeds_for(scenario.iterations, lossy, TREE_CAP)
-    streams = [ch.Stream(ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
-                         if a != b else None, segs, tuple(inputs), worker)
+    streams = [ch.Stream(ch.hop(net, a, b, load.share_bps), segs, tuple(inputs), worker)
                for a, b, segs, inputs, worker in flows]
     period = ch.mean_pace(lambda n, seed: ch.tree_ends(streams, results, draw, tcp, n, seed),
                           scenario.iterations, lossy, cap=TREE_CAP)
     worst = max(net.path_loss(a, b) for a, b, *_ in flows)
     return period, (f"streams{f' under loss (up to {100 * worst:.3g} % per path)' if lossy else ''}, "
-                    f"{tcp.law}: simulated push and gated pull, {ch.run_words(scenario.iterations)}"
-                    + (f", {seeds} seeds" if lossy else "") + " (schemes/model_chain.py)")
+                    f"{tcp.law}: simulated push and gated pull, {ch.run_words(scenario.iterations, seeds)}"
+                    " (schemes/model_chain.py)")
 
 
 def with_simulation(limits: dict, add: dict, sim, comp, lossy: bool, caveats: list, notes: list,

@@ -108,8 +108,7 @@ def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, s
     if (tcp is None or net.g.graph.get(M.CLOSED_FORM_ONLY)
             or sum(segments) * steps * k * seeds > CHAIN_BUDGET):
         return None
-    links = [ch.Hop(net.rtt(a, b), net.delay(a, b), load.share_bps(a, b), net.path_loss(a, b))
-             for a, b in hops]
+    links = [ch.hop(net, a, b, load.share_bps) for a, b in hops]
     draw = M.compute_draws(net.g, scenario, [a for a, _ in hops])
     compute = lambda r, i: draw(hops[r][0], i)     # each worker's own draws, as the run's
     period = ch.mean_pace(lambda n, seed: ch.ring_ends(links, segments, steps, compute, tcp, n, seed),
@@ -117,7 +116,7 @@ def simulated_chain(net, load, hops, payload, steps, scenario) -> tuple[float, s
     worst = max(net.path_loss(a, b) for a, b in hops)
     return period, (f"ring under loss (up to {100 * worst:.3g} % per hop; {tcp.law}): simulated chain "
                     f"of {steps} dependent chunk transfers per iteration, "
-                    f"{ch.run_words(scenario.iterations)}, {seeds} seeds (schemes/model_chain.py)")
+                    f"{ch.run_words(scenario.iterations, seeds)} (schemes/model_chain.py)")
 
 
 def simulated_queues(net, hops, payload, steps, scenario) -> tuple[float, str] | None:
