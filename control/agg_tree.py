@@ -104,6 +104,19 @@ class AggTree:
         return n
 
 
+def way_up(tree, worker: str):
+    """The legs of `worker`'s contribution up `tree`, leaf to root: (the node it leaves,
+    the point it reaches, the id of the point it leaves: None for the worker itself). The
+    result comes back down the same legs."""
+    here = next((p for p in tree.points.values()
+                 if any(c.node == worker and c.point is None for c in p.children)), None)
+    node, leaving = worker, None
+    while here is not None:
+        yield node, here, leaving
+        node, leaving = here.switch, here.id
+        here = tree.points[here.parent] if here.parent is not None else None
+
+
 def _gateways(g: nx.Graph) -> dict[int, str]:
     return {a["dc_index"]: n for n, a in g.nodes(data=True) if a["role"] == "gateway"}
 

@@ -601,8 +601,8 @@ def test_an_ina_round_trip_follows_the_tree_not_the_direct_path():
     host = {g.nodes[h]["dc_index"]: h for h in g.nodes if g.nodes[h]["role"] == "host"}
     rack = {g.nodes[h]["dc_index"]: next(iter(g.neighbors(h))) for h in host.values()}
     d0, d1, d2 = sorted(host)
-    root = NS(switch=host[d0], parent=None, children=[NS(node=rack[d2], point="far")])
-    far = NS(switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
+    root = NS(id="root", switch=host[d0], parent=None, children=[NS(node=rack[d2], point="far")])
+    far = NS(id="far", switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
     tree = NS(points={"root": root, "far": far}, root="root")
     assert net.rtt(host[d1], host[d0]) == pytest.approx(0.1)
     assert tree_rtt(net, tree, host[d1]) == pytest.approx(0.2)
@@ -613,7 +613,7 @@ def test_workers_whose_results_come_later_than_the_retransmission_margin_are_nam
     # once, the far one's 100 ms later (d0 -> d2 -> d1); the workers' margin (auto) is half
     # the longest direct round trip (100 ms), at least 100 ms: not more than the skew
     from types import SimpleNamespace as NS
-    from schemes.ina.model import result_skew_s, retransmit_margin_s
+    from schemes.ina.model import result_skew_s, rto_margin_s, tree_rtt
     from schemes.ina.options import InaTransportOptions
     sc = scn("ina", dcs=3, per_dc=1, delay=50.0)
     g = build_graph(sc)
@@ -621,12 +621,15 @@ def test_workers_whose_results_come_later_than_the_retransmission_margin_are_nam
     host = {g.nodes[h]["dc_index"]: h for h in g.nodes if g.nodes[h]["role"] == "host"}
     rack = {g.nodes[h]["dc_index"]: next(iter(g.neighbors(h))) for h in host.values()}
     d0, d1, d2 = sorted(host)
-    root = NS(switch=rack[d0], parent=None, children=[NS(node=host[d0], point=None), NS(node=rack[d2], point="far")])
-    far = NS(switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
+    root = NS(id="root", switch=rack[d0], parent=None,
+              children=[NS(node=host[d0], point=None), NS(node=rack[d2], point="far")])
+    far = NS(id="far", switch=rack[d2], parent="root", children=[NS(node=host[d1], point=None)])
     tree = NS(points={"root": root, "far": far}, root="root", workers=[host[d0], host[d1]])
     assert result_skew_s(net, tree) == pytest.approx(0.1)
-    assert retransmit_margin_s(net, tree, InaTransportOptions(), sc) == pytest.approx(0.1)
-    assert retransmit_margin_s(net, tree, InaTransportOptions(rto_margin_ms=50), sc) == pytest.approx(0.05)
+    longest = max(tree_rtt(net, tree, w) for w in tree.workers)
+    assert longest == pytest.approx(0.2)
+    assert rto_margin_s(InaTransportOptions(), longest, sc) == pytest.approx(0.1)
+    assert rto_margin_s(InaTransportOptions(rto_margin_ms=50), longest, sc) == pytest.approx(0.05)
 
 
 def test_inart_at_the_bench_point_is_out_of_phase_only_with_a_margin_below_the_skew():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from control.agg_tree import way_up
 from schemes import model as M
 from schemes.ina.options import InaOptions, InaTransportOptions
 from schemes.ina.plan import tree_for
@@ -20,11 +21,17 @@ from workers.congestion import cubic_c
 
 def worker_timeout_s(t: InaTransportOptions, rtt: float, scenario) -> float:
     """A worker's retransmission timeout on a steady stream, real-world seconds: at least
-    SRTT + rto_margin_ms (auto: half the longest round trip, at least 100 ms) and at least
-    min_rto_ms; the options are emulated ms, so / s (docs/ina.md)."""
+    SRTT + rto_margin_s and at least min_rto_ms; the options are emulated ms, so / s
+    (docs/ina.md)."""
+    return max(rtt + rto_margin_s(t, rtt, scenario), t.min_rto_ms / 1000 / scenario.time_dilation)
+
+
+def rto_margin_s(t: InaTransportOptions, rtt: float, scenario) -> float:
+    """What a worker's RTO adds to its SRTT on a tree whose longest round trip is `rtt`,
+    real-world seconds, as the plans set it (schemes/ina/plan.rto_margin_ms): the option,
+    or auto: half that round trip, at least 100 ms emulated."""
     s = scenario.time_dilation
-    margin = max(0.1 / s, 0.5 * rtt) if t.rto_margin_ms == "auto" else float(t.rto_margin_ms) / 1000 / s
-    return max(rtt + margin, t.min_rto_ms / 1000 / s)
+    return max(0.1 / s, 0.5 * rtt) if t.rto_margin_ms == "auto" else float(t.rto_margin_ms) / 1000 / s
 
 
 def model_for(shape: str):
@@ -46,37 +53,14 @@ def tree_rtt(net: M.Net, tree, worker: str) -> float:
     path. Not the direct worker-root round trip: a plan may put a worker on another
     datacenter's point (inart's at `bench schemes`' point: a Frankfurt worker on Tokyo's
     rack switch for the Washington server, 398 ms against 91 ms direct)."""
-    parent = {c.node: p for p in tree.points.values() for c in p.children}
-    node, total = worker, 0.0
-    while node in parent:
-        up = parent[node].switch
-        total += net.delay(node, up) + net.delay(up, node)
-        node = up
-    return total
+    return sum(net.delay(a, p.switch) + net.delay(p.switch, a) for a, p, _ in way_up(tree, worker))
 
 
 def result_skew_s(net: M.Net, tree) -> float:
     """How much later the last worker's result arrives than the first's (one-way delays
     down the tree's points from the root), real-world seconds."""
-    parent = {c.node: p for p in tree.points.values() for c in p.children}
-
-    def down(w: str) -> float:
-        node, total = w, 0.0
-        while node in parent:
-            total += net.delay(parent[node].switch, node)
-            node = parent[node].switch
-        return total
-    ways = [down(w) for w in tree.workers]
+    ways = [sum(net.delay(p.switch, a) for a, p, _ in way_up(tree, w)) for w in tree.workers]
     return max(ways) - min(ways) if ways else 0.0
-
-
-def retransmit_margin_s(net: M.Net, tree, t: InaTransportOptions, scenario) -> float:
-    """What a worker's RTO adds to its SRTT, real-world seconds, as the plans set it
-    (schemes/ina/plan.rto_margin_ms: auto, half the tree's longest round trip, at least
-    100 ms emulated)."""
-    if t.rto_margin_ms != "auto":
-        return float(t.rto_margin_ms) / 1000 / scenario.time_dilation
-    return max(0.1 / scenario.time_dilation, 0.5 * max((tree_rtt(net, tree, w) for w in tree.workers), default=0.0))
 
 
 def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTransportOptions,
@@ -85,7 +69,6 @@ def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTran
     own round trip to the root (measured: flat ina at 4 MB and geo-ina at 1 MB, 1 % WAN
     loss, ran at 0.37-0.87 x the in-step model with all workers but one datacenter's ahead
     of the job; docs/ina.md)."""
-    root = tree.points[tree.root].switch
     worst = 0.0
     for w in tree.workers:
         r = tree_rtt(net, tree, w)
@@ -135,14 +118,9 @@ def own_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -
     """Probability that `worker`'s own frames lose a chunk: its contribution and the
     partial sums that carry it up to the root, and the result down to it (chunk_loss
     without the other workers' ways up). What a worker that sets the job's pace sees once
-    the others run ahead of it (their losses are repaired before its copy comes)."""
-    parent = {c.node: (p, c.point) for p in tree.points.values() for c in p.children}
-    up, node = [], worker
-    while node in parent:
-        p, child = parent[node]
-        if child not in repaired:       # a repaired point's partial sum up: not a loss
-            up.append((node, p.switch))
-        node = p.switch
+    the others run ahead of it (their losses are repaired before its copy comes).
+    A repaired point's partial sum up is not a loss."""
+    up = [(a, p.switch) for a, p, leaving in way_up(tree, worker) if leaving not in repaired]
     return _lost_on(net, up + [(_down_from(tree, worker, repaired), worker)])
 
 
@@ -154,14 +132,8 @@ def _lost_on(net: M.Net, hops: list) -> float:
 def _down_from(tree, worker: str, repaired: frozenset) -> str:
     """Where the result's unrepaired way down to `worker` starts: the root's switch, or
     the nearest repaired point above the worker (its parent's re-sent result reaches it)."""
-    parent = {c.node: p for p in tree.points.values() for c in p.children}
-    node = worker
-    while node in parent:
-        p = parent[node]
-        if p.id in repaired:
-            return p.switch
-        node = p.switch
-    return tree.points[tree.root].switch
+    return next((p.switch for _, p, _ in way_up(tree, worker) if p.id in repaired),
+                tree.points[tree.root].switch)
 
 
 def repaired_loss(net: M.Net, tree, repaired: frozenset) -> float:
@@ -261,8 +233,8 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                        f"more than the workers' retransmission timeout (about {timeout:.3f} s on the "
                        f"{rtt:.3f} s round trip): the others' timers fire on chunks the root holds "
                        "for it (spurious re-sends and window cuts, not in the model)")
-    for tr, _, _ in windows:
-        skew, margin = result_skew_s(net, tr), retransmit_margin_s(net, tr, t, scenario)
+    for tr, _, tr_rtt in windows:
+        skew, margin = result_skew_s(net, tr), rto_margin_s(t, tr_rtt, scenario)
         if skew > margin + 1e-9:
             name = "" if len(trees) == 1 else f"job {tr.job}: "
             caveats.append(f"{name}workers out of phase: the last worker's results come {skew * 1000:.0f} ms "

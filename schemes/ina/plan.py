@@ -20,7 +20,7 @@ from pathlib import Path
 import networkx as nx
 
 from control.agg_entries import DEFAULT_SLOTS, switch_commands
-from control.agg_tree import build_tree
+from control.agg_tree import build_tree, way_up
 from schemes.base import Plan
 from schemes.ina.options import InaOptions
 from workers.agg_packet import frame_bytes
@@ -57,15 +57,8 @@ def longest_rtt_ms(graph, tree) -> float:
     (inart at `bench schemes`' point: a Frankfurt worker on Tokyo's rack for the Washington
     server, 398 ms against 91 ms real-world), and with the direct one the other workers'
     timers fired every iteration on chunks that waited for its contributions."""
-    parent = {c.node: p.switch for p in tree.points.values() for c in p.children}
-
-    def rtt(w) -> float:
-        node, total = w, 0.0
-        while node in parent:
-            total += 2 * nx.shortest_path_length(graph, node, parent[node], weight="delay_ms")
-            node = parent[node]
-        return total
-    return max(rtt(w) for w in tree.workers)
+    return max(sum(2 * nx.shortest_path_length(graph, a, p.switch, weight="delay_ms")
+                   for a, p, _ in way_up(tree, w)) for w in tree.workers)
 
 
 def rto_floor_ms(opts: InaOptions, graph, tree) -> float:
