@@ -371,6 +371,11 @@ class Stream:
     # scheduler has heard from every server)
     gate: tuple = ()
     gate_s: float = 0.0
+    # inputs whose chunks are not this stream's (netstorm: blocks of other sizes than the
+    # workers' chunks): per input, per chunk of this stream, the input's chunk it waits
+    # for (its chunks arrive in order, so the last one needed), -1 for none of it;
+    # empty: chunk c waits for chunk c of every input
+    needs: tuple = ()
 
 
 def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
@@ -387,9 +392,17 @@ def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
     for it in range(iterations):
         got = []
         for i, s in enumerate(streams):
-            if s.inputs and s.whole:
+            if s.needs:
+                ready = np.max([np.where(np.asarray(need) >= 0, got[j][np.maximum(need, 0)], 0.0)
+                                for j, need in zip(s.inputs, s.needs)], axis=0)
+                if s.whole:
+                    ready = np.full(len(s.segments), float(np.max(ready)))
+            elif s.inputs and s.whole:
                 ready = np.full(len(s.segments), max(float(np.max(got[j])) for j in s.inputs))
             elif s.inputs:
+                if any(len(got[j]) != len(s.segments) for j in s.inputs):
+                    raise ValueError(f"stream {i}: inputs of another chunk count than its "
+                                     f"{len(s.segments)} need Stream.needs")
                 ready = np.max([got[j] for j in s.inputs], axis=0)
             else:
                 ready = np.full(len(s.segments), start[s.worker] + _compute(compute, s.worker, it))

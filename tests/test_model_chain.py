@@ -304,3 +304,25 @@ def test_an_application_limited_stream_that_hears_acks_keeps_its_window():
     s.cwnd, s.ssthresh = 100.0, 50.0
     s.stream(np.arange(40) * 0.05, np.full(40, 5), np.random.default_rng(0))
     assert s.cwnd == 100
+
+
+def test_needs_maps_chunks_onto_inputs_of_other_sizes():
+    # a result stream of two chunks fed by two one-chunk blocks (netstorm's blocks are not
+    # the workers' chunks): chunk 0 waits for block A only, chunk 1 for A and B. B's worker
+    # computes 1 s, so chunk 0 has gone long before B is in and only chunk 1 is left after
+    h = ch.Hop(0.04, 0.02, RATE, 0.0)
+    ser = 5 * BITS / RATE
+    compute = lambda w, it: 1.0 if w == "b" else 0.0
+    streams = [ch.Stream(h, (5,), (), "a"), ch.Stream(h, (5,), (), "b"),
+               ch.Stream(h, (5, 5), (0, 1), needs=((0, 0), (-1, 0)))]
+    t = tcp(restart=False)
+    b_in = 1.0 + ser + 0.02
+    assert ch.tree_ends(streams, {"a": [2], "b": [2]}, compute, t, 1) == \
+        pytest.approx([b_in + ser + 0.02], rel=1e-6)
+    # waiting for both blocks for every chunk, both chunks would follow B
+    both = [*streams[:2], ch.Stream(h, (5, 5), (0, 1), needs=((0, 0), (0, 0)))]
+    assert ch.tree_ends(both, {"a": [2], "b": [2]}, compute, t, 1) == \
+        pytest.approx([b_in + 2 * ser + 0.02], rel=1e-6)
+    with pytest.raises(ValueError):     # inputs of other sizes without needs are refused
+        ch.tree_ends([*streams[:2], ch.Stream(h, (5, 5), (0, 1))], {"a": [2], "b": [2]},
+                     compute, t, 1)

@@ -63,3 +63,23 @@ def test_under_dilation_each_message_restarts_from_the_initial_window():
                       extra="time_dilation: 10\ntcp: {slow_start_after_idle: false}"))
     # 725 segments from a window of 10: about 6 round trips of 100 ms each way, not 1
     assert on.iteration_s > off.iteration_s + 2 * 4 * 0.1
+
+
+def test_two_blocks_each_go_up_and_down_their_own_root_by_hand():
+    # 4,096 values in blocks of 3,000: two blocks (3,000 and 1,096 values; the model
+    # crashed on inputs of two sizes). Two datacenters of one worker, 50 ms one way; the
+    # random first plan roots one block at each datacenter, so each block's message is
+    # at most 9 segments (inside the initial window): the barrier, then the larger
+    # block's partial up and its result down, each serialized and 50 ms away. The
+    # workers' results follow chunk by chunk as the blocks holding them come in
+    n = 4096
+    p = predict(scn("netstorm", dcs=2, per_dc=1, mbps=50.0, delay=50.0, values=n,
+                    extra="scheme_options: {block_values: 3000}"))
+    assert "roots [0, 1], 2 block(s)" in " ".join(p.notes)
+    segs = sum(ch.chunk_segments(3000, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS))
+    assert segs == 9
+    ser = segs * BITS / 50e6
+    assert p.iteration_s == pytest.approx(0.1 + 2 * (ser + 0.05), rel=1e-6)
+    # one block of 4,096 values (12 segments) needs a round trip of window growth more
+    one = predict(scn("netstorm", dcs=2, per_dc=1, mbps=50.0, delay=50.0, values=n))
+    assert one.iteration_s > p.iteration_s + 0.1

@@ -98,20 +98,32 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         kids = pol.children(parents)
         summed: dict = {}
 
+        # the block's sum goes once every local worker's chunks of it are in (the pushes
+        # arrive in order: the chunk holding its last value) and its children's partials
+        last_chunk = (hi - 1) // DEFAULT_CHUNK_VALUES
+
         def sum_at(n: int) -> int:      # n's sum of its workers and its children's partials
             if n not in summed:
-                ins = tuple(pushes_at[n]) + tuple(route(k, n, (sum_at(k),), segs) for k in kids.get(n, ()))
-                summed[n] = add(ch.Stream(None, segs, ins, whole=True))
+                kid_sums = tuple(route(k, n, (sum_at(k),), segs) for k in kids.get(n, ()))
+                needs = ((last_chunk,) * len(segs),) * len(pushes_at[n]) + \
+                    ((len(segs) - 1,) * len(segs),) * len(kid_sums)
+                summed[n] = add(ch.Stream(None, segs, tuple(pushes_at[n]) + kid_sums, whole=True,
+                                          needs=needs))
             return summed[n]
 
         def down(n: int, arrived: int) -> None:   # the result reached n: on to its children
-            result_at[n].append(arrived)
+            result_at[n].append((arrived, lo, len(segs)))
             for k in kids.get(n, ()):
                 down(k, route(n, k, (arrived,), segs))
         down(root, sum_at(root))
+    # a server hands its workers the result chunk by chunk in order, each once every block
+    # holding a value of it or of a chunk before it is in (engine.py _result)
     results = {}
     for w, h, dc in lan_flows:
-        results[w] = [add(ch.Stream(ch.hop(net, h, w, load.share_bps), lan_segs, tuple(result_at[dc])))]
+        ins = tuple(j for j, _, _ in result_at[dc])
+        needs = tuple(tuple(n - 1 if lo < (c + 1) * DEFAULT_CHUNK_VALUES else -1
+                            for c in range(len(lan_segs))) for _, lo, n in result_at[dc])
+        results[w] = [add(ch.Stream(ch.hop(net, h, w, load.share_bps), lan_segs, ins, needs=needs))]
     return flows, results
 
 
