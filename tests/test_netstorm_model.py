@@ -7,7 +7,7 @@ import pytest
 import schemes.netstorm.policy as pol
 from schemes import model as M
 from schemes import model_chain as ch
-from schemes.netstorm.model import policy_in_force
+from schemes.netstorm.model import policy_in_force, switch_iteration
 from schemes.netstorm.options import NetstormOptions
 from schemes.netstorm.plan import overlay
 from tests.test_model import predict, scn
@@ -27,17 +27,44 @@ def test_blocks_below_report_bytes_keep_the_first_plan_for_the_whole_run():
     random_tps = pol.initial_tps(adj, "uninformed", seed=o.uninformed_seed)
     configured = {(a, b): r for a, b, r in rates}
     assert random_tps != configured
-    p, why = policy_in_force(g, sc, o)
-    assert "uninformed first plan" in why and "nothing is measured" in why
+    p, later, why = policy_in_force(g, sc, o)
+    assert "uninformed first plan" in why and "nothing is measured" in why and later is None
     assert p == pol.decide(adj, random_tps, n_roots=3, block=o.block_values, total=262144)
     # a block that reaches report_bytes is measured: the plan of the configured rates
+    # follows the first one
     small = NetstormOptions(report_bytes=1_000_000)
-    p2, why2 = policy_in_force(g, sc, small)
-    assert "configured rates" in why2
-    assert p2 == pol.decide(adj, configured, n_roots=3, block=o.block_values, total=262144)
+    p2, later2, why2 = policy_in_force(g, sc, small)
+    assert "then the configured rates" in why2 and p2 == p
+    assert later2 == pol.decide(adj, configured, n_roots=3, block=o.block_values, total=262144)
     # and with awareness off the first plan stays whatever the size
-    p3, why3 = policy_in_force(g, sc, NetstormOptions(report_bytes=1_000_000, awareness=False))
-    assert p3 == p and "awareness off" in why3
+    p3, later3, why3 = policy_in_force(g, sc, NetstormOptions(report_bytes=1_000_000, awareness=False))
+    assert p3 == p and later3 is None and "awareness off" in why3
+
+
+def test_the_re_plan_runs_after_report_messages_timed_messages_and_a_check():
+    # each link carries at most one timed message per iteration; its speed goes to the
+    # scheduler after report_messages of them (end of iteration 3 by default), the next
+    # check re-plans and the barrier after it releases the plan: iteration 5 when an
+    # iteration outlasts the 2 s check period, later when iterations are shorter
+    o = NetstormOptions()
+    assert switch_iteration(o, 6.7) == 5
+    assert switch_iteration(o, 0.5) == 8
+    assert switch_iteration(NetstormOptions(report_messages=1), 3.0) == 2
+
+
+def test_a_short_run_keeps_the_first_plan_and_a_long_one_mixes_both():
+    # measured at bench schemes' point with 4 MB, 4 iterations: every iteration ran the
+    # first plan (scheduler policy_by_iteration all 0), at 1.88 x a model that took the
+    # configured rates' plan and 0.99 x the first plan's
+    timed = "scheme_options: {report_bytes: 1000000}"
+    never = "scheme_options: {report_bytes: 100000000}"
+    ok = lambda extra, its: predict(scn("netstorm", dcs=3, per_dc=1, mbps=50.0, delay=60.0,
+                                        values=262144, extra=extra).model_copy(update={"iterations": its}))
+    for its in (3, 5):        # the re-plan would come at iteration 5 or later: the first plan
+        assert ok(timed, its).iteration_s == pytest.approx(ok(never, its).iteration_s, rel=1e-9)
+    long_timed, long_never = ok(timed, 40), ok(never, 40)
+    assert "the re-plan from iteration" in " ".join(long_timed.notes)
+    assert long_timed.iteration_s != pytest.approx(long_never.iteration_s, rel=1e-3)
 
 
 def test_one_message_up_and_the_result_down_after_the_barrier_by_hand():

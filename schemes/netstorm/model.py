@@ -1,6 +1,6 @@
-"""Model of netstorm (docs/model.md): the plan the scheduler makes when its matrix holds the
-configured WAN rates (what measurement converges to on an otherwise idle WAN: an
-assumption), every block's partial sums up its root's tree and the result down, on the
+"""Model of netstorm (docs/model.md): the plans the scheduler runs (its first, then, when
+blocks are timed, the one of the configured WAN rates: what measurement converges to on an
+otherwise idle WAN, an assumption), every block's partial sums up its root's tree and the result down, on the
 primary routes, one TCP connection per direction of each overlay link; workers stream to
 their datacenter's server over the LAN as in hier-ps.
 
@@ -11,14 +11,16 @@ iteration = compute_max + max(serialization at the busiest link, TCP limits, swi
             + the barrier (the longest server-scheduler round trip: trees wait for it)
 Auxiliary routes are not modelled (they carry traffic only when a primary queue builds up).
 
-The plan is the one the run keeps (policy_in_force): the scheduler re-plans only from
+The plans are the ones the run runs (policy_in_force): the scheduler re-plans only from
 messages of report_bytes or more, so with smaller blocks the start it drew (the authors'
-random one by default) stays for the whole run. The overlay connections are simulated as
+random one by default) stays for the whole run; with larger ones it runs until the re-plan
+can (switch_iteration), the configured rates' plan after it. The overlay connections are simulated as
 ps's and hier-ps's streams are (schemes/model_chain.py: slow start, restart after idle,
 loss): each message goes whole, hop by hop, after the barrier; without loss the larger of
 that and the closed form above binds."""
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from schemes import model as M
@@ -36,13 +38,14 @@ def message_bytes(values: int, hops: int) -> int:
     return HEADER.size + 8 * (HEADER_FIELDS + hops + 1) + HEADER.size + 4 * values
 
 
-def policy_in_force(graph, scenario, o: NetstormOptions) -> tuple[pol.Policy, str]:
-    """(the plan the run keeps, how the model chose it). The scheduler plans first from
-    `initial_throughput` (the authors' random start by default: policy.initial_tps); it
-    re-plans only from the speed of messages of report_bytes or more (server.py times no
-    other), so a run whose blocks are all smaller keeps its first plan. When a block is
-    large enough, the model takes the plan of the configured rates (*assumption*: what
-    measurement converges to on an otherwise idle WAN)."""
+def policy_in_force(graph, scenario, o: NetstormOptions) -> tuple[pol.Policy, pol.Policy | None, str]:
+    """(the first plan, the plan measurement brings or None, how the model chose them).
+    The scheduler plans first from `initial_throughput` (the authors' random start by
+    default: policy.initial_tps); it re-plans only from the speed of messages of
+    report_bytes or more (server.py times no other), so a run whose blocks are all smaller
+    keeps its first plan. When a block is large enough, a later plan follows (from which
+    iteration: switch_iteration), taken as the plan of the configured rates (*assumption*:
+    what measurement converges to on an otherwise idle WAN)."""
     dcs, adj, rates = overlay(graph)
     configured = {(a, b): r for a, b, r in rates}
 
@@ -53,12 +56,26 @@ def policy_in_force(graph, scenario, o: NetstormOptions) -> tuple[pol.Policy, st
     first = decide(o.initial_throughput)
     largest = max((hi - lo for _, lo, hi in first.blocks), default=0)
     if o.awareness and 4 * largest >= o.report_bytes:
-        return decide("configured"), ("the configured rates' plan (blocks reach report_bytes, so the "
-                                      "scheduler re-plans from measured speeds; assumption: they "
-                                      f"converge to the configured rates; the first plan was {o.initial_throughput})")
+        return first, decide("configured"), (
+            f"the {o.initial_throughput} first plan, then the configured rates' plan (blocks reach "
+            "report_bytes, so the scheduler re-plans from measured speeds; assumption: they "
+            "converge to the configured rates)")
     why = "awareness off" if not o.awareness else \
         f"no block reaches report_bytes ({4 * largest} < {o.report_bytes} bytes), so nothing is measured"
-    return first, f"the {o.initial_throughput} first plan for the whole run ({why})"
+    return first, None, f"the {o.initial_throughput} first plan for the whole run ({why})"
+
+
+def switch_iteration(o: NetstormOptions, first_pace_s: float) -> int:
+    """The first iteration that runs the re-plan (policy_in_force), the first plan running
+    iterations 0 .. this - 1. Each overlay link carries at most one timed message per
+    iteration (a block's partial up or its result down), and a server reports a link's
+    speed after report_messages of them (awareness.LinkMeter): at the end of iteration
+    report_messages - 1. The scheduler re-plans at its next check (every check_period_s)
+    and the plan goes out at the next barrier (scheduler.py): the barrier that follows the
+    report at once still gets the old plan, so the new one runs from iteration
+    report_messages + 1, later when iterations are shorter than the check period
+    (measured at the bench point, 4 MB, 4 iterations: every iteration ran the first plan)."""
+    return o.report_messages + max(1, math.ceil(o.check_period_s / max(first_pace_s, 1e-9)))
 
 
 def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values: int,
@@ -127,22 +144,12 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
     return flows, results
 
 
-def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
-    pl = plan(graph, scenario, o)
-    net = M.Net(graph)
+def plan_load(net, p: pol.Policy, srv: list, lan: list) -> tuple:
+    """(the Load of plan p: the workers' LAN streams `lan` and every block's partial up and
+    result down each edge of its root's tree on the primary routes, the WAN streams)."""
     load = M.Load(net)
-    srv = pl.info["server_hosts"]
-    values = M.parameters(scenario)
-    per = M.framed(values, DEFAULT_CHUNK_VALUES, HEADER.size)
-    dc = {w: pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"]) for w in pl.workers}
-    lan = []
-    for w in pl.workers:
-        h = srv[dc[w]]
-        if w != h:
-            load.tcp(w, h, per)
-            load.tcp(h, w, per)
-            lan += [(w, h, per), (h, w, per)]
-    p, which = policy_in_force(graph, scenario, o)
+    for a, b, payload in lan:
+        load.tcp(a, b, payload)
     on_link: dict = defaultdict(float)          # (a, b) overlay hop -> payload bytes
     for root, lo, hi in p.blocks:
         for n, parent in p.parents[root].items():
@@ -154,8 +161,51 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
                     on_link[(u, v)] += message_bytes(hi - lo, len(path))
     for (a, b), payload in on_link.items():
         load.tcp(srv[a], srv[b], payload)
-    wan = [(srv[a], srv[b], payload) for (a, b), payload in on_link.items()]
+    return load, [(srv[a], srv[b], payload) for (a, b), payload in on_link.items()]
+
+
+def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
+    pl = plan(graph, scenario, o)
+    net = M.Net(graph)
+    srv = pl.info["server_hosts"]
+    values = M.parameters(scenario)
+    per = M.framed(values, DEFAULT_CHUNK_VALUES, HEADER.size)
+    dc = {w: pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"]) for w in pl.workers}
+    lan = [f for w in pl.workers if w != srv[dc[w]] for f in ((w, srv[dc[w]], per), (srv[dc[w]], w, per))]
+    first, later, which = policy_in_force(graph, scenario, o)
     comp = M.compute(graph, scenario, pl.workers)
+    barrier = max(net.rtt(h, pl.info["scheduler_host"]) for h in srv)
+    tcp = M.simulated_tcp(scenario)
+    draw = M.compute_draws(graph, scenario, pl.workers)
+    lan_flows = [(w, srv[dc[w]], dc[w]) for w in pl.workers]
+    n_run = scenario.iterations
+
+    def plan_ends(p, lossy):
+        """ends_of(n, seed, first=0) for schemes/model_chain.mean_pace under plan p."""
+        load, _ = plan_load(net, p, srv, lan)
+        streams, results = message_streams(net, load, p, srv, lan_flows, values, barrier)
+        return lambda n, seed, frm=0: ch.tree_ends(
+            streams, results, (lambda w, it: ch._compute(draw, w, it + frm)), tcp, n, seed)
+
+    # the plan whose steady state the closed form and the WAN bytes describe: the re-plan
+    # once the run gets to it
+    switch, p, ends_of = None, first, None
+    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + plan_load(net, first, srv, lan)[1])
+    if tcp is not None and later is not None:
+        first_ends = plan_ends(first, lossy)
+        switch = switch_iteration(o, ch.mean_pace(first_ends, n_run, lossy, cap=TREE_CAP))
+        if n_run is None or n_run > switch:
+            later_ends = plan_ends(later, lossy)
+            p = later
+
+            def ends_of(n, seed):       # the first plan, then the re-plan
+                e1 = first_ends(min(n, switch), seed)
+                return e1 + [e1[-1] + x for x in later_ends(n - switch, seed, switch)] if n > switch else e1
+        else:
+            ends_of = first_ends
+    elif later is not None:
+        p = later                       # no simulation: the closed form's steady state
+    load, wan = plan_load(net, p, srv, lan)
     limits = M.tcp_limits(load, lan + wan, scenario)
 
     def up_path(root, n):
@@ -178,27 +228,24 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     # a chain, not an addition: the busiest link's serialization overlaps it
     limits["store and forward (one block per tree hop, up and down the deepest path)"] = worst_sf
     lan_rtt = max((net.rtt(a, b) for a, b, _ in lan), default=0.0)
-    sched = pl.info["scheduler_host"]
     add = {"propagation (deepest tree: worker-server round trip + server-root round trip"
            + (f", root {worst[0]} from {worst[1][0]}" if worst else "") + ")": lan_rtt + worst_rt,
-           "barrier (longest server-scheduler round trip)": max(net.rtt(h, sched) for h in srv)}
-    notes = [f"plan: {which}: roots {sorted(p.roots)}, {len(p.blocks)} block(s) of <= "
-             f"{o.block_values} values",
+           "barrier (longest server-scheduler round trip)": barrier}
+    when = "" if switch is None else \
+        (f"; the re-plan from iteration {switch} (switch_iteration)" if n_run is None or n_run > switch
+         else f"; the re-plan would run from iteration {switch} (switch_iteration): after the run's {n_run}")
+    notes = [f"plan: {which}{when}: roots {sorted(p.roots)}, {len(p.blocks)} "
+             f"block(s) of <= {o.block_values} values",
              "auxiliary routes not modelled (primary routes only)"]
     caveats: list = []
-    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + wan)
-    tcp = M.simulated_tcp(scenario)
     sim = None
     if tcp is not None and tree_fits(net, lan + wan, scenario, lossy):
-        lan_flows = [(w, srv[dc[w]], dc[w]) for w in pl.workers]
-        streams, results = message_streams(net, load, p, srv, lan_flows, values,
-                                           add["barrier (longest server-scheduler round trip)"])
-        draw = M.compute_draws(graph, scenario, pl.workers)
-        period = ch.mean_pace(lambda n, seed: ch.tree_ends(streams, results, draw, tcp, n, seed),
-                              scenario.iterations, lossy, cap=TREE_CAP)
+        if ends_of is None:
+            ends_of = plan_ends(first, lossy)
+        period = ch.mean_pace(ends_of, n_run, lossy, cap=TREE_CAP)
         sim = (period, f"overlay connections{' under loss' if lossy else ''}, {tcp.law}: each message "
                        f"whole, hop by hop after the barrier, "
-                       f"{ch.run_words(scenario.iterations, ch.seeds_for(scenario.iterations, lossy, TREE_CAP))}"
+                       f"{ch.run_words(n_run, ch.seeds_for(n_run, lossy, TREE_CAP))}"
                        " (schemes/model_chain.py)")
     limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes,
                                   "netstorm's overlay connections")
