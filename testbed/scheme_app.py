@@ -239,16 +239,7 @@ class SchemeApp(App):
         errors = {p.worker: p.error for p in self.progress() if p.error}
         if extra.get(key, {}).get("error"):
             errors[f"{key} controller"] = extra[key]["error"]
-        signalled = {s.name for s in self.servers if s.ends_by_signal}
-        for kind, name, p in list(self.procs):   # servers print their stats once the last BYE arrived
-            if kind == "server" and name in signalled and p.poll() is None:
-                p.terminate()              # ... or, serving until told, once told
-        for kind, _, p in self.procs:
-            if kind == "server":
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
+        end_servers(self.procs, {s.name for s in self.servers if s.ends_by_signal})
         return {"app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
                 "ranks": list(self.configs), **self.plan_.info,
                 "servers": self._server_stats(), "errors": errors, **extra}
@@ -291,6 +282,38 @@ class SchemeApp(App):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(3)
+
+
+# how long the servers that end on their own (after the last worker's BYE) may take before
+# the others are told to end: mlfabric's primary first flushes up to d_rep updates to its
+# replica (4 x 4 MB over the WAN is ~26 s of wall time at 50 Mbps and s = 10)
+SELF_END_S = 120.0
+
+
+def end_servers(procs, signalled: set, self_end_s: float = SELF_END_S, clock=time.monotonic) -> None:
+    """The end of a finished job's servers, in order: those that end on their own (they print
+    their stats once the last BYE arrived) first, up to self_end_s; then SIGTERM to those
+    that serve until told (`signalled`: a replica, aggregators, UDP roots), 5 s each. Told
+    first, mlfabric's replica ended while its primary still replicated its last updates,
+    and the primary ended on "the replica is gone" without its stats (every run at
+    `bench schemes`' point)."""
+    servers = [(name, p) for kind, name, p in procs if kind == "server"]
+    deadline = clock() + self_end_s
+    for name, p in servers:
+        if name not in signalled:
+            try:
+                p.wait(max(0.1, deadline - clock()))
+            except subprocess.TimeoutExpired:
+                pass
+    for name, p in servers:
+        if name in signalled and p.poll() is None:
+            p.terminate()
+    for name, p in servers:
+        if name in signalled:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def _read_tc(intf: str) -> str:

@@ -275,3 +275,32 @@ def test_a_server_name_started_again_means_the_newest_process(tmp_path):
     finally:
         new.kill()
         new.wait()
+
+
+def test_servers_that_end_on_their_own_end_before_the_others_are_told(tmp_path):
+    # a "primary" that needs a second after the job to end (mlfabric's flushes its last
+    # updates to the replica), and a "replica" that serves until SIGTERM and notes whether
+    # the primary had ended by then: told first, it ended under the primary's last updates
+    done, seen = tmp_path / "primary-done", tmp_path / "replica-saw"
+    primary = subprocess.Popen([sys.executable, "-c",
+                                f"import time, pathlib; time.sleep(1.0); pathlib.Path({str(done)!r}).touch()"])
+    replica = subprocess.Popen([sys.executable, "-c", (
+        "import signal, sys, time, pathlib\n"
+        "def bye(*a):\n"
+        f"    pathlib.Path({str(seen)!r}).write_text(str(pathlib.Path({str(done)!r}).exists()))\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "while True: time.sleep(0.05)\n")])
+    time.sleep(0.3)      # the replica's handler is in place
+    procs = [("server", "primary", primary), ("server", "replica", replica), ("worker", "w", primary)]
+    scheme_app.end_servers(procs, {"replica"}, self_end_s=20.0)
+    assert primary.returncode == 0 and replica.returncode == 0
+    assert seen.read_text() == "True"
+    # a server that never ends on its own costs self_end_s, then the others are told anyway
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    replica2 = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    t0 = time.monotonic()
+    scheme_app.end_servers([("server", "stuck", stuck), ("server", "r", replica2)], {"r"}, self_end_s=0.5)
+    assert replica2.returncode is not None and time.monotonic() - t0 < 10
+    stuck.kill()
+    stuck.wait()
