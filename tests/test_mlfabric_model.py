@@ -2,6 +2,8 @@
 hand-worked on two datacenters."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from schemes import model as M
@@ -51,3 +53,22 @@ def test_under_loss_the_order_is_simulated_over_seeds():
 def test_what_is_not_simulated_is_named():
     p = small("training: {mode: asp}\nscheme_options: {replicate: false, slots: 2}")
     assert any("slots 2" in c for c in p.caveats)
+
+
+def test_the_replication_and_the_models_going_back_take_turns_on_their_link():
+    # primary in datacenter 0, replica beside worker 1 in datacenter 1, 1 ms away, 1 MB:
+    # serialization binds. Each round of both workers' updates puts on the link 0 -> 1 the
+    # model going back to worker 1 and the replications of both versions: three 1 MB
+    # messages one after another (measured at bench schemes' point with 4 MB: 10.8 s per
+    # iteration, 8.4 s in a model that let them overlap at the full rate each)
+    n = 262144
+    p = small("training: {mode: asp}\ncompute_time: {model: constant, value_ms: 0}", values=n)
+    p_fast = predict(scn("mlfabric", dcs=2, per_dc=1, mbps=50.0, delay=1.0, values=n,
+                         extra="training: {mode: asp}\ncompute_time: {model: constant, value_ms: 0}"))
+    assert p.iteration_s > p_fast.iteration_s          # the 50 ms case: round trips add
+    segs = sum(ch.chunk_segments(n, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS))
+    ser = segs * BITS / 50e6
+    assert 3 * ser <= p_fast.iteration_s <= 3.5 * ser
+    # its WAN bytes: worker 1's update and model, and two replications, ACKs included
+    data, acks = M.tcp_wire(math.ceil(M.framed(n, DEFAULT_CHUNK_VALUES, HEADER.size) / M.MSS) * M.MSS)
+    assert p_fast.wan_bytes_per_iteration == pytest.approx(4 * (data + acks), rel=1e-9)
