@@ -650,3 +650,17 @@ def test_inart_at_the_bench_point_is_out_of_phase_only_with_a_margin_below_the_s
     tight = parse_scenario(yaml.safe_dump(doc), "<bench>")
     p = M.predict("inart", build_graph(tight), tight)
     assert any("workers out of phase" in c and "199 ms" in c for c in p.caveats)
+
+
+def test_alltoall_under_loss_waits_for_the_slowest_of_its_streams():
+    # 2 DCs x 2, every worker to every other: without loss the closed form (the busiest
+    # link's serialization + the one-way delay + slow start); under 1 % loss its streams
+    # are simulated round by round and the iteration waits for the slowest of the 12, each
+    # loss holding its stream a recovery round: slower than the closed form's loss limit
+    clean = predict(scn("alltoall", per_dc=2))
+    assert not [k for k in clean.terms if "simulated" in k]
+    lossy = predict(scn("alltoall", per_dc=2, loss=1))
+    (term,) = [k for k in lossy.limits if k.startswith("streams under loss")]
+    assert "once every stream into it is in" in term and lossy.largest_term()[0] == term
+    closed = predict(scn("alltoall", per_dc=2, loss=1), closed=True)
+    assert lossy.iteration_s > closed.iteration_s > clean.iteration_s

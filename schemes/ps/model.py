@@ -101,8 +101,9 @@ def gated_pull_caveat(load) -> str:
 QUEUED = "streams through the links' drop-tail queues,"
 
 # segment transfers the tree simulation may take (~2 s of CPU: the bench point's 4 MB
-# gradients under loss fit) over its iterations and seeds
-TREE_BUDGET = 4_000_000
+# gradients under loss fit, and alltoall's 1 MB: 132 streams, 4 iterations, 14 seeds)
+# over its iterations and seeds
+TREE_BUDGET = 6_000_000
 TREE_CAP = 16
 
 
@@ -117,7 +118,8 @@ def tree_fits(net, flows, scenario, lossy: bool) -> bool:
     return segs * k * ch.seeds_for(scenario.iterations, lossy, TREE_CAP) <= TREE_BUDGET
 
 
-def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, str] | None:
+def simulated_tree(net, load, flows, results, comp, scenario,
+                   what: str = "push and gated pull") -> tuple[float, str] | None:
     """(period, its description) of a streamed push/pull, simulated
     (schemes/model_chain.tree_ends: the run's iterations, the pace measure.py reports):
     its streams are not backlogged (pulls wait for sums, which wait for every push; a
@@ -126,7 +128,7 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
     it; a backlogged stream's closed form has none of it. flows: (a, b, segments per
     chunk, input flow indices, worker) in dependency order; results: worker -> the flows
     that bring its sums; the caller checks its size first (tree_fits). None when the
-    congestion control is not simulated.
+    congestion control is not simulated. what: the streams, for the term's name.
 
     Without random loss the streams are simulated segment by segment through the links'
     shared drop-tail queues (schemes/model_packets.py, within its budget): the unfairness
@@ -143,7 +145,7 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
         packets, queues = mp.paths(net, flows, tcp.seg_wire_bits)
         if mp.fits(packets, scenario.iterations):
             return (mp.pace(packets, queues, results, draw, tcp, scenario.iterations),
-                    f"{QUEUED} {tcp.law}: push and gated pull segment by segment, "
+                    f"{QUEUED} {tcp.law}: {what} segment by segment, "
                     f"{ch.run_words(scenario.iterations)} (schemes/model_packets.py)")
     seeds = ch.seeds_for(scenario.iterations, lossy, TREE_CAP)
     streams = [ch.Stream(ch.hop(net, a, b, load.share_bps), segs, tuple(inputs), worker)
@@ -152,7 +154,7 @@ def simulated_tree(net, load, flows, results, comp, scenario) -> tuple[float, st
                           scenario.iterations, lossy, cap=TREE_CAP)
     worst = max(net.path_loss(a, b) for a, b, *_ in flows)
     return period, (f"streams{f' under loss (up to {100 * worst:.3g} % per path)' if lossy else ''}, "
-                    f"{tcp.law}: simulated push and gated pull, {ch.run_words(scenario.iterations, seeds)}"
+                    f"{tcp.law}: simulated {what}, {ch.run_words(scenario.iterations, seeds)}"
                     " (schemes/model_chain.py)")
 
 
