@@ -379,12 +379,14 @@ class Stream:
 
 
 def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
-              seed: int = 0) -> list:
+              seed: int = 0, trace: dict | None = None) -> list:
     """When each of `iterations` iterations of a streamed push/pull (ps, hier-ps) ends
     (the last worker's results): `streams` in an order where every stream comes after its
     inputs; results[w] = the indices of the streams whose arrival ends worker w's
     iteration (its pulls). A worker starts its next push its compute time after its
-    results are in (seconds, or a function (worker, iteration) -> seconds)."""
+    results are in (seconds, or a function (worker, iteration) -> seconds). trace (a
+    dict): gets, per stream index, (when it could first send, when its last chunk
+    arrived) of every iteration."""
     rng = np.random.default_rng(seed)
     senders = [Sender(s.hop, tcp) if s.hop else None for s in streams]
     start = {w: 0.0 for w in results}
@@ -410,6 +412,8 @@ def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
                 ready = np.maximum(ready, max(float(np.min(got[j])) for j in s.gate) + s.gate_s)
             seg = np.asarray(s.segments)
             arrived = senders[i].stream(ready, seg, rng) if senders[i] else ready
+            if trace is not None:
+                trace.setdefault(i, []).append((float(np.min(ready)), float(np.max(arrived))))
             got.append(np.full(len(seg), float(np.max(arrived))) if s.whole else arrived)
         start = {w: float(max(got[j].max() for j in idx)) for w, idx in results.items()}
         ends.append(max(start.values()))

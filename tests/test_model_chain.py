@@ -326,3 +326,16 @@ def test_needs_maps_chunks_onto_inputs_of_other_sizes():
     with pytest.raises(ValueError):     # inputs of other sizes without needs are refused
         ch.tree_ends([*streams[:2], ch.Stream(h, (5, 5), (0, 1))], {"a": [2], "b": [2]},
                      compute, t, 1)
+
+
+def test_trace_records_when_each_stream_could_send_and_when_it_was_in():
+    # one worker's push of one 5-segment chunk, then a whole message on: the message
+    # could go once the push was in and was in one serialization and delay later
+    h = ch.Hop(0.04, 0.02, RATE, 0.0)
+    ser = 5 * BITS / RATE
+    trace: dict = {}
+    ch.tree_ends([ch.Stream(h, (5,), (), "a"), ch.Stream(h, (5,), (0,), whole=True)], {"a": [1]},
+                 0.0, tcp(restart=False), 2, trace=trace)
+    assert sorted(trace) == [0, 1] and len(trace[1]) == 2
+    (s0, e0), (s1, e1) = trace[0][0], trace[1][0]
+    assert (s0, e0) == pytest.approx((0.0, ser + 0.02)) and (s1, e1) == pytest.approx((e0, e0 + ser + 0.02))

@@ -1,6 +1,6 @@
 """Model of netstorm (docs/model.md): the plans the scheduler runs (its first, then, when
-blocks are timed, the one of the configured WAN rates: what measurement converges to on an
-otherwise idle WAN, an assumption), every block's partial sums up its root's tree and the result down, on the
+blocks are timed, the one it makes from the speeds the first plan's simulated messages
+report), every block's partial sums up its root's tree and the result down, on the
 primary routes, one TCP connection per direction of each overlay link; workers stream to
 their datacenter's server over the LAN as in hier-ps.
 
@@ -14,7 +14,7 @@ Auxiliary routes are not modelled (they carry traffic only when a primary queue 
 The plans are the ones the run runs (policy_in_force): the scheduler re-plans only from
 messages of report_bytes or more, so with smaller blocks the start it drew (the authors'
 random one by default) stays for the whole run; with larger ones it runs until the re-plan
-can (switch_iteration), the configured rates' plan after it. The overlay connections are simulated as
+can (switch_iteration), the plan from the measured speeds after it (measured_speeds). The overlay connections are simulated as
 ps's and hier-ps's streams are (schemes/model_chain.py: slow start, restart after idle,
 loss): each message goes whole, hop by hop, after the barrier; without loss the larger of
 that and the closed form above binds."""
@@ -38,31 +38,48 @@ def message_bytes(values: int, hops: int) -> int:
     return HEADER.size + 8 * (HEADER_FIELDS + hops + 1) + HEADER.size + 4 * values
 
 
-def policy_in_force(graph, scenario, o: NetstormOptions) -> tuple[pol.Policy, pol.Policy | None, str]:
-    """(the first plan, the plan measurement brings or None, how the model chose them).
-    The scheduler plans first from `initial_throughput` (the authors' random start by
-    default: policy.initial_tps); it re-plans only from the speed of messages of
-    report_bytes or more (server.py times no other), so a run whose blocks are all smaller
-    keeps its first plan. When a block is large enough, a later plan follows (from which
-    iteration: switch_iteration), taken as the plan of the configured rates (*assumption*:
-    what measurement converges to on an otherwise idle WAN)."""
+def policy_in_force(graph, scenario, o: NetstormOptions) -> tuple[pol.Policy, dict | None, str]:
+    """(the first plan, the throughputs it was made from when the scheduler will re-plan
+    from measured speeds, else None; how the model chose them). The scheduler plans first
+    from `initial_throughput` (the authors' random start by default: policy.initial_tps);
+    it re-plans only from the speed of messages of report_bytes or more (server.py times
+    no other), so a run whose blocks are all smaller keeps its first plan; with larger
+    ones the re-plan (replan) runs from switch_iteration."""
     dcs, adj, rates = overlay(graph)
-    configured = {(a, b): r for a, b, r in rates}
-
-    def decide(mode: str) -> pol.Policy:
-        tps = pol.initial_tps(adj, mode, seed=o.uninformed_seed, configured=configured)
-        return pol.decide(adj, tps, n_roots=o.roots or len(dcs), block=o.block_values,
-                          total=M.parameters(scenario), multipath=o.multipath)
-    first = decide(o.initial_throughput)
+    tps = pol.initial_tps(adj, o.initial_throughput, seed=o.uninformed_seed,
+                          configured={(a, b): r for a, b, r in rates})
+    first = decide(graph, scenario, o, tps)
     largest = max((hi - lo for _, lo, hi in first.blocks), default=0)
     if o.awareness and 4 * largest >= o.report_bytes:
-        return first, decide("configured"), (
-            f"the {o.initial_throughput} first plan, then the configured rates' plan (blocks reach "
-            "report_bytes, so the scheduler re-plans from measured speeds; assumption: they "
-            "converge to the configured rates)")
+        return first, tps, (f"the {o.initial_throughput} first plan, then the re-plan from the speeds "
+                            "its timed messages measure (blocks reach report_bytes)")
     why = "awareness off" if not o.awareness else \
         f"no block reaches report_bytes ({4 * largest} < {o.report_bytes} bytes), so nothing is measured"
     return first, None, f"the {o.initial_throughput} first plan for the whole run ({why})"
+
+
+def decide(graph, scenario, o: NetstormOptions, tps: dict) -> pol.Policy:
+    """The scheduler's plan from throughputs tps (policy.decide with the run's options)."""
+    dcs, adj, _ = overlay(graph)
+    return pol.decide(adj, tps, n_roots=o.roots or len(dcs), block=o.block_values,
+                      total=M.parameters(scenario), multipath=o.multipath)
+
+
+def measured_speeds(trace: dict, timed: dict, messages: int) -> dict:
+    """Mbps per overlay hop as its server reports it (awareness.LinkMeter): the bytes of
+    its first `messages` timed messages over their times from leaving the sender's queue
+    to arriving (trace: model_chain.tree_ends's; timed: stream index -> (hop, body
+    bytes)). Real-world Mbps, as the servers scale them."""
+    got: dict = defaultdict(list)
+    for i, (hop, nbytes) in timed.items():
+        for start, end in trace.get(i, []):
+            got[hop].append((start, nbytes, end - start))
+    out = {}
+    for hop, xs in got.items():
+        first = sorted(xs)[:messages]
+        if len(first) == messages and sum(t for _, _, t in first) > 0:
+            out[hop] = 8 * sum(b for _, b, _ in first) / sum(t for _, _, t in first) / 1e6
+    return out
 
 
 def switch_iteration(o: NetstormOptions, first_pace_s: float) -> int:
@@ -79,13 +96,16 @@ def switch_iteration(o: NetstormOptions, first_pace_s: float) -> int:
 
 
 def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values: int,
-                    barrier_s: float) -> tuple[list, dict]:
+                    barrier_s: float, report_bytes: float = math.inf) -> tuple[list, dict, dict]:
     """The streams of one iteration for schemes/model_chain.tree_ends: every worker's push
     to its datacenter's server (lan_flows: (worker, server host, datacenter index)), per
     block each server's sum of its workers and its children (whole), the sum up its root's
     tree and the result down, hop by hop on the primary routes (a message taken whole at
     every hop: relays and servers store and forward), and each server's results to its
-    workers. results: worker -> the stream that ends its iteration."""
+    workers. results: worker -> the stream that ends its iteration. timed: the hops'
+    streams whose message body is report_bytes or more (stream index -> (overlay hop, body
+    bytes)): the messages the servers time."""
+    timed: dict = {}
     flows: list = []
 
     def add(stream) -> int:
@@ -105,11 +125,15 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         for u, v in zip(path, path[1:]):
             last = add(ch.Stream(ch.hop(net, srv[u], srv[v], load.share_bps), segs, inputs, whole=True,
                                  gate=gate, gate_s=barrier_s))
+            if 4 * body >= report_bytes:
+                timed[last] = ((u, v), 4 * body)
             inputs = (last,)
         return last
 
     result_at = defaultdict(list)
+    body = 0
     for root, lo, hi in p.blocks:
+        body = hi - lo
         segs = ch.chunk_segments(hi - lo, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
         parents = p.parents[root]
         kids = pol.children(parents)
@@ -141,7 +165,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         needs = tuple(tuple(n - 1 if lo < (c + 1) * DEFAULT_CHUNK_VALUES else -1
                             for c in range(len(lan_segs))) for _, lo, n in result_at[dc])
         results[w] = [add(ch.Stream(ch.hop(net, h, w, load.share_bps), lan_segs, ins, needs=needs))]
-    return flows, results
+    return flows, results, timed
 
 
 def plan_load(net, p: pol.Policy, srv: list, lan: list) -> tuple:
@@ -172,7 +196,7 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     per = M.framed(values, DEFAULT_CHUNK_VALUES, HEADER.size)
     dc = {w: pl.info["overlay_datacenters"].index(graph.nodes[w]["dc_index"]) for w in pl.workers}
     lan = [f for w in pl.workers if w != srv[dc[w]] for f in ((w, srv[dc[w]], per), (srv[dc[w]], w, per))]
-    first, later, which = policy_in_force(graph, scenario, o)
+    first, first_tps, which = policy_in_force(graph, scenario, o)
     comp = M.compute(graph, scenario, pl.workers)
     barrier = max(net.rtt(h, pl.info["scheduler_host"]) for h in srv)
     tcp = M.simulated_tcp(scenario)
@@ -180,22 +204,30 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     lan_flows = [(w, srv[dc[w]], dc[w]) for w in pl.workers]
     n_run = scenario.iterations
 
-    def plan_ends(p, lossy):
-        """ends_of(n, seed, first=0) for schemes/model_chain.mean_pace under plan p."""
+    def plan_ends(p, trace=None):
+        """(ends_of(n, seed, first=0) for schemes/model_chain.mean_pace under plan p, its
+        timed streams); trace: tree_ends's, of every call."""
         load, _ = plan_load(net, p, srv, lan)
-        streams, results = message_streams(net, load, p, srv, lan_flows, values, barrier)
-        return lambda n, seed, frm=0: ch.tree_ends(
-            streams, results, (lambda w, it: ch._compute(draw, w, it + frm)), tcp, n, seed)
+        streams, results, timed = message_streams(net, load, p, srv, lan_flows, values, barrier,
+                                                   o.report_bytes)
+        return (lambda n, seed, frm=0: ch.tree_ends(
+            streams, results, (lambda w, it: ch._compute(draw, w, it + frm)), tcp, n, seed,
+            trace)), timed
 
     # the plan whose steady state the closed form and the WAN bytes describe: the re-plan
     # once the run gets to it
-    switch, p, ends_of = None, first, None
+    switch, p, ends_of, later = None, first, None, None
     lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + plan_load(net, first, srv, lan)[1])
-    if tcp is not None and later is not None:
-        first_ends = plan_ends(first, lossy)
+    if tcp is not None and first_tps is not None:
+        first_ends, timed = plan_ends(first)
         switch = switch_iteration(o, ch.mean_pace(first_ends, n_run, lossy, cap=TREE_CAP))
+        # the speeds the first plan's timed messages report (one seed), over the
+        # throughputs it was made from: the scheduler's matrix at the re-plan
+        trace: dict = {}
+        plan_ends(first, trace)[0](o.report_messages, 0)
+        later = decide(graph, scenario, o, {**first_tps, **measured_speeds(trace, timed, o.report_messages)})
         if n_run is None or n_run > switch:
-            later_ends = plan_ends(later, lossy)
+            later_ends, _ = plan_ends(later)
             p = later
 
             def ends_of(n, seed):       # the first plan, then the re-plan
@@ -203,8 +235,6 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
                 return e1 + [e1[-1] + x for x in later_ends(n - switch, seed, switch)] if n > switch else e1
         else:
             ends_of = first_ends
-    elif later is not None:
-        p = later                       # no simulation: the closed form's steady state
     load, wan = plan_load(net, p, srv, lan)
     limits = M.tcp_limits(load, lan + wan, scenario)
 
@@ -241,7 +271,7 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     sim = None
     if tcp is not None and tree_fits(net, lan + wan, scenario, lossy):
         if ends_of is None:
-            ends_of = plan_ends(first, lossy)
+            ends_of = plan_ends(first)[0]
         period = ch.mean_pace(ends_of, n_run, lossy, cap=TREE_CAP)
         sim = (period, f"overlay connections{' under loss' if lossy else ''}, {tcp.law}: each message "
                        f"whole, hop by hop after the barrier, "
