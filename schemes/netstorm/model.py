@@ -261,8 +261,10 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     add = {"propagation (deepest tree: worker-server round trip + server-root round trip"
            + (f", root {worst[0]} from {worst[1][0]}" if worst else "") + ")": lan_rtt + worst_rt,
            "barrier (longest server-scheduler round trip)": barrier}
-    when = "" if switch is None else \
-        (f"; the re-plan from iteration {switch} (switch_iteration)" if n_run is None or n_run > switch
+    when = "" if first_tps is None else \
+        ("; the re-plan is not modelled for this congestion control (the first plan throughout)"
+         if switch is None else
+         f"; the re-plan from iteration {switch} (switch_iteration)" if n_run is None or n_run > switch
          else f"; the re-plan would run from iteration {switch} (switch_iteration): after the run's {n_run}")
     notes = [f"plan: {which}{when}: roots {sorted(p.roots)}, {len(p.blocks)} "
              f"block(s) of <= {o.block_values} values",
