@@ -395,6 +395,9 @@ def tree_ends(streams: list, results: dict, compute, tcp: Tcp, iterations: int,
         got = []
         for i, s in enumerate(streams):
             if s.needs:
+                if len(s.needs) != len(s.inputs) or any(len(n) != len(s.segments) for n in s.needs):
+                    raise ValueError(f"stream {i}: needs must hold one entry per input, each one "
+                                     f"per chunk of its {len(s.segments)}")
                 ready = np.max([np.where(np.asarray(need) >= 0, got[j][np.maximum(need, 0)], 0.0)
                                 for j, need in zip(s.inputs, s.needs)], axis=0)
                 if s.whole:

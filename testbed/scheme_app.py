@@ -239,7 +239,9 @@ class SchemeApp(App):
         errors = {p.worker: p.error for p in self.progress() if p.error}
         if extra.get(key, {}).get("error"):
             errors[f"{key} controller"] = extra[key]["error"]
-        end_servers(self.procs, {s.name for s in self.servers if s.ends_by_signal})
+        # after a failed job the last BYE may never come: no long wait then
+        end_servers(self.procs, {s.name for s in self.servers if s.ends_by_signal},
+                    SELF_END_S if not errors else 5.0)
         return {"app": self.name, "scheme": self.name, "options": self.opts.model_dump(),
                 "ranks": list(self.configs), **self.plan_.info,
                 "servers": self._server_stats(), "errors": errors, **extra}

@@ -50,14 +50,14 @@ def test_a_hop_s_speed_is_its_first_timed_messages_bytes_over_their_times():
 
 
 def test_the_re_plan_runs_after_report_messages_timed_messages_and_a_check():
-    # each link carries at most one timed message per iteration; its speed goes to the
-    # scheduler after report_messages of them (end of iteration 3 by default), the next
-    # check re-plans and the barrier after it releases the plan: iteration 5 when an
-    # iteration outlasts the 2 s check period, later when iterations are shorter
+    # each link carries one timed message per iteration; its speed goes to the scheduler
+    # after report_messages of them (in iteration 3 by default), the next check re-plans
+    # and the barrier after it releases the plan: iteration 4 when an iteration outlasts
+    # the 2 s check period (a check lands before its end), later when they are shorter
     o = NetstormOptions()
-    assert switch_iteration(o, 6.7) == 5
-    assert switch_iteration(o, 0.5) == 8
-    assert switch_iteration(NetstormOptions(report_messages=1), 3.0) == 2
+    assert switch_iteration(o, 6.7) == 4          # the 10-iteration run's policy_by_iteration
+    assert switch_iteration(o, 0.5) == 7
+    assert switch_iteration(NetstormOptions(report_messages=1), 3.0) == 1
 
 
 def test_a_short_run_keeps_the_first_plan_and_a_long_one_re_plans_from_measured_speeds(monkeypatch):
@@ -68,10 +68,10 @@ def test_a_short_run_keeps_the_first_plan_and_a_long_one_re_plans_from_measured_
     never = "scheme_options: {report_bytes: 100000000}"
     ok = lambda extra, its: predict(scn("netstorm", dcs=3, per_dc=1, mbps=50.0, delay=60.0,
                                         values=262144, extra=extra).model_copy(update={"iterations": its}))
-    for its in (3, 5):        # the re-plan would come at iteration 5 or later: the first plan
+    for its in (3, 4):        # the re-plan would come at iteration 4 or later: the first plan
         assert ok(timed, its).iteration_s == pytest.approx(ok(never, its).iteration_s, rel=1e-9)
     long_timed = ok(timed, 40)
-    assert "the re-plan from iteration 5" in " ".join(long_timed.notes)
+    assert "the re-plan from iteration 4" in " ".join(long_timed.notes)
     # after the first four messages of each hop the scheduler plans from their speeds:
     # slow-start bound, well below the configured 50 Mbps
     import schemes.netstorm.model as nm

@@ -299,8 +299,12 @@ def test_servers_that_end_on_their_own_end_before_the_others_are_told(tmp_path):
     # a server that never ends on its own costs self_end_s, then the others are told anyway
     stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     replica2 = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    t0 = time.monotonic()
-    scheme_app.end_servers([("server", "stuck", stuck), ("server", "r", replica2)], {"r"}, self_end_s=0.5)
-    assert replica2.returncode is not None and time.monotonic() - t0 < 10
-    stuck.kill()
-    stuck.wait()
+    try:
+        t0 = time.monotonic()
+        scheme_app.end_servers([("server", "stuck", stuck), ("server", "r", replica2)], {"r"},
+                               self_end_s=0.5)
+        assert replica2.returncode is not None and time.monotonic() - t0 < 10
+    finally:
+        for p in (stuck, replica2):
+            p.kill()
+            p.wait()

@@ -93,14 +93,7 @@ def most_resends(p: float, chunks: float) -> float:
     """Expected re-sends of the chunk that needs the most, among `chunks` that each lose
     a try with probability p independently: E[max] = sum over r >= 1 of
     P(some chunk needs r or more) = 1 - (1 - p^r)^chunks."""
-    total, r = 0.0, 1
-    while p > 0 and r < 200:
-        term = 1.0 - (1.0 - p ** r) ** chunks
-        total += term
-        if term < 1e-9:
-            break
-        r += 1
-    return total
+    return most_repairs(p, p, chunks)
 
 
 def chunk_loss(net: M.Net, tree, worker: str, repaired: frozenset = frozenset()) -> float:
@@ -140,7 +133,7 @@ def most_repairs(p_first: float, p_again: float, chunks: float) -> float:
     """Expected repairs of the chunk that needs the most, among `chunks`: each needs a
     first with probability p_first, and each repair is lost again (its link's round
     trip) with probability p_again: E[max] = sum over r >= 1 of
-    1 - (1 - p_first p_again^(r - 1))^chunks (most_resends' sum with a first try apart)."""
+    1 - (1 - p_first p_again^(r - 1))^chunks."""
     total, r = 0.0, 1
     while p_first > 0 and r < 200:
         term = 1.0 - (1.0 - p_first * p_again ** (r - 1)) ** chunks
@@ -175,8 +168,9 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     links together; each tree is window-limited on its own round trip. transport: the
     workers' options (loss response, congestion law); None: the defaults. repair: losses
     the switches repair (one tree only): a repaired chunk holds its slot `time_s` longer
-    (the window's round trip grows by the expected repair time per chunk), and the last
-    window waits for its repairs (+ time_s x P(a chunk of it needs one))."""
+    (the window's round trip grows by the expected repair time per chunk: one repair, a
+    repair lost again being rare), and the last window waits for the repairs of its worst
+    chunk (+ time_s x most_repairs: a repair lost again costs another)."""
     if repair is not None and len(trees) != 1:
         raise ValueError("switch repair is modelled for one tree")
     fixed = repair.points if repair else frozenset()

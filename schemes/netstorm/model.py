@@ -84,15 +84,16 @@ def measured_speeds(trace: dict, timed: dict, messages: int) -> dict:
 
 def switch_iteration(o: NetstormOptions, first_pace_s: float) -> int:
     """The first iteration that runs the re-plan (policy_in_force), the first plan running
-    iterations 0 .. this - 1. Each overlay link carries at most one timed message per
-    iteration (a block's partial up or its result down), and a server reports a link's
-    speed after report_messages of them (awareness.LinkMeter): at the end of iteration
-    report_messages - 1. The scheduler re-plans at its next check (every check_period_s)
-    and the plan goes out at the next barrier (scheduler.py): the barrier that follows the
-    report at once still gets the old plan, so the new one runs from iteration
-    report_messages + 1, later when iterations are shorter than the check period
-    (measured at the bench point, 4 MB, 4 iterations: every iteration ran the first plan)."""
-    return o.report_messages + max(1, math.ceil(o.check_period_s / max(first_pace_s, 1e-9)))
+    iterations 0 .. this - 1. Each overlay link carries one timed message per iteration
+    and block that reaches report_bytes (a block's partial up or its result down), and a
+    server reports a link's speed after report_messages of them (awareness.LinkMeter):
+    with one such block, in iteration report_messages - 1, before it ends (the result
+    still has its way down). The scheduler re-plans at its next check (every
+    check_period_s) and the plan goes out at the next barrier (scheduler.py): when an
+    iteration outlasts the check period a check lands before it, so the re-plan runs from
+    iteration report_messages; when shorter, ceil(check_period_s / pace) - 1 iterations
+    later. Measured at the bench point with 4 MB (6.7 s per iteration): iteration 4."""
+    return o.report_messages + max(0, math.ceil(o.check_period_s / max(first_pace_s, 1e-9)) - 1)
 
 
 def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values: int,
@@ -119,7 +120,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         pushes_at[dc].append(push[w])
     gate = tuple(push.values())
 
-    def route(a: int, b: int, inputs: tuple, segs: tuple) -> int:
+    def route(a: int, b: int, inputs: tuple, segs: tuple, body: int) -> int:
         path = p.routes[(a, b)][0]
         last = None
         for u, v in zip(path, path[1:]):
@@ -131,9 +132,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         return last
 
     result_at = defaultdict(list)
-    body = 0
     for root, lo, hi in p.blocks:
-        body = hi - lo
         segs = ch.chunk_segments(hi - lo, DEFAULT_CHUNK_VALUES, HEADER.size, M.MSS)
         parents = p.parents[root]
         kids = pol.children(parents)
@@ -145,7 +144,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
 
         def sum_at(n: int) -> int:      # n's sum of its workers and its children's partials
             if n not in summed:
-                kid_sums = tuple(route(k, n, (sum_at(k),), segs) for k in kids.get(n, ()))
+                kid_sums = tuple(route(k, n, (sum_at(k),), segs, hi - lo) for k in kids.get(n, ()))
                 needs = ((last_chunk,) * len(segs),) * len(pushes_at[n]) + \
                     ((len(segs) - 1,) * len(segs),) * len(kid_sums)
                 summed[n] = add(ch.Stream(None, segs, tuple(pushes_at[n]) + kid_sums, whole=True,
@@ -155,7 +154,7 @@ def message_streams(net, load, p: pol.Policy, srv: list, lan_flows: list, values
         def down(n: int, arrived: int) -> None:   # the result reached n: on to its children
             result_at[n].append((arrived, lo, len(segs)))
             for k in kids.get(n, ()):
-                down(k, route(n, k, (arrived,), segs))
+                down(k, route(n, k, (arrived,), segs, hi - lo))
         down(root, sum_at(root))
     # a server hands its workers the result chunk by chunk in order, each once every block
     # holding a value of it or of a chunk before it is in (engine.py _result)
@@ -204,31 +203,35 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     lan_flows = [(w, srv[dc[w]], dc[w]) for w in pl.workers]
     n_run = scenario.iterations
 
-    def plan_ends(p, trace=None):
-        """(ends_of(n, seed, first=0) for schemes/model_chain.mean_pace under plan p, its
-        timed streams); trace: tree_ends's, of every call."""
+    def plan_ends(p):
+        """(ends_of(n, seed, frm=0) for schemes/model_chain.mean_pace under plan p, its
+        streams, results and timed streams)."""
         load, _ = plan_load(net, p, srv, lan)
         streams, results, timed = message_streams(net, load, p, srv, lan_flows, values, barrier,
                                                    o.report_bytes)
         return (lambda n, seed, frm=0: ch.tree_ends(
-            streams, results, (lambda w, it: ch._compute(draw, w, it + frm)), tcp, n, seed,
-            trace)), timed
+            streams, results, (lambda w, it: ch._compute(draw, w, it + frm)), tcp, n, seed)), \
+            streams, results, timed
 
     # the plan whose steady state the closed form and the WAN bytes describe: the re-plan
-    # once the run gets to it
-    switch, p, ends_of, later = None, first, None, None
-    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + plan_load(net, first, srv, lan)[1])
-    if tcp is not None and first_tps is not None:
-        first_ends, timed = plan_ends(first)
+    # once the run gets to it; simulated within the tree simulation's budget only
+    switch, p, ends_of, later, cap = None, first, None, None, TREE_CAP
+    first_wan = plan_load(net, first, srv, lan)[1]
+    lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + first_wan)
+    fits = tcp is not None and tree_fits(net, lan + first_wan, scenario, lossy)
+    if fits and first_tps is not None:
+        first_ends, streams, results, timed = plan_ends(first)
         switch = switch_iteration(o, ch.mean_pace(first_ends, n_run, lossy, cap=TREE_CAP))
         # the speeds the first plan's timed messages report (one seed), over the
         # throughputs it was made from: the scheduler's matrix at the re-plan
         trace: dict = {}
-        plan_ends(first, trace)[0](o.report_messages, 0)
+        ch.tree_ends(streams, results, draw, tcp, o.report_messages, 0, trace)
         later = decide(graph, scenario, o, {**first_tps, **measured_speeds(trace, timed, o.report_messages)})
         if n_run is None or n_run > switch:
-            later_ends, _ = plan_ends(later)
+            later_ends = plan_ends(later)[0]
             p = later
+            lossy = lossy or any(net.path_loss(a, b) > 0 for a, b, _ in plan_load(net, later, srv, lan)[1])
+            cap = max(TREE_CAP, switch + 9)     # a long job's steady pace: the re-plan's alone
 
             def ends_of(n, seed):       # the first plan, then the re-plan
                 e1 = first_ends(min(n, switch), seed)
@@ -262,8 +265,8 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
            + (f", root {worst[0]} from {worst[1][0]}" if worst else "") + ")": lan_rtt + worst_rt,
            "barrier (longest server-scheduler round trip)": barrier}
     when = "" if first_tps is None else \
-        ("; the re-plan is not modelled for this congestion control (the first plan throughout)"
-         if switch is None else
+        ("; the re-plan is not modelled (a congestion control the simulation does not have, or "
+         "too large to simulate: the first plan throughout)" if switch is None else
          f"; the re-plan from iteration {switch} (switch_iteration)" if n_run is None or n_run > switch
          else f"; the re-plan would run from iteration {switch} (switch_iteration): after the run's {n_run}")
     notes = [f"plan: {which}{when}: roots {sorted(p.roots)}, {len(p.blocks)} "
@@ -271,13 +274,13 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
              "auxiliary routes not modelled (primary routes only)"]
     caveats: list = []
     sim = None
-    if tcp is not None and tree_fits(net, lan + wan, scenario, lossy):
+    if tcp is not None and tree_fits(net, lan + wan, scenario, lossy) and (fits or first_tps is None):
         if ends_of is None:
             ends_of = plan_ends(first)[0]
-        period = ch.mean_pace(ends_of, n_run, lossy, cap=TREE_CAP)
+        period = ch.mean_pace(ends_of, n_run, lossy, cap=cap)
         sim = (period, f"overlay connections{' under loss' if lossy else ''}, {tcp.law}: each message "
                        f"whole, hop by hop after the barrier, "
-                       f"{ch.run_words(n_run, ch.seeds_for(n_run, lossy, TREE_CAP))}"
+                       f"{ch.run_words(n_run, ch.seeds_for(n_run, lossy, cap))}"
                        " (schemes/model_chain.py)")
     limits, add = with_simulation(limits, add, sim, comp, lossy, caveats, notes,
                                   "netstorm's overlay connections")
