@@ -144,20 +144,22 @@ def most_repairs(p_first: float, p_again: float, chunks: float) -> float:
     return total
 
 
+def _kept(net: M.Net, tree, p) -> float:
+    """Probability that point p's partial sum up and its parent's result down both arrive."""
+    parent = tree.points[p.parent].switch
+    return (1.0 - net.path_loss(p.switch, parent)) * (1.0 - net.path_loss(parent, p.switch))
+
+
 def repair_loss(net: M.Net, tree, repaired: frozenset) -> float:
     """Probability that a repair is lost again: the worst repaired link's round trip (the
     re-sent partial sum up, or the result down)."""
-    return max(((1.0 - (1.0 - net.path_loss(p.switch, tree.points[p.parent].switch)) *
-                 (1.0 - net.path_loss(tree.points[p.parent].switch, p.switch)))
-                for p in (tree.points[i] for i in repaired)), default=0.0)
+    return max((1.0 - _kept(net, tree, tree.points[i]) for i in repaired), default=0.0)
 
 
 def repaired_loss(net: M.Net, tree, repaired: frozenset) -> float:
     """Probability that a chunk needs at least one repair: a repaired point's partial sum
     lost on its way up or its parent's result lost on its way down."""
-    pts = [tree.points[i] for i in repaired]
-    return 1.0 - math.prod((1.0 - net.path_loss(p.switch, tree.points[p.parent].switch)) *
-                           (1.0 - net.path_loss(tree.points[p.parent].switch, p.switch)) for p in pts)
+    return 1.0 - math.prod(_kept(net, tree, tree.points[i]) for i in repaired)
 
 
 def predict_trees(scheme: str, graph, scenario, trees, k: int,

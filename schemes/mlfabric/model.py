@@ -117,8 +117,7 @@ def scheduled_ends(net, workers: list, primary: str, replica: str | None, o: Mlf
             return None
         p = net.path(a, b)
         links = list(zip(p, p[1:]))
-        slowest = min(net.rate_bps(*e) for e in links)
-        return ch.Sender(h, tcp), [e for e in links if net.rate_bps(*e) == slowest], \
+        return ch.Sender(h, tcp), [e for e in links if net.rate_bps(*e) == h.rate_bps], \
             sum(net.kind(u, v) == "wan" for u, v in links)
 
     def send(s, t: float) -> float:

@@ -216,12 +216,14 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     # the plan whose steady state the closed form and the WAN bytes describe: the re-plan
     # once the run gets to it; simulated within the tree simulation's budget only
     switch, p, ends_of, later, cap = None, first, None, None, TREE_CAP
+    first_ends = first_pace = None
     first_wan = plan_load(net, first, srv, lan)[1]
     lossy = any(net.path_loss(a, b) > 0 for a, b, _ in lan + first_wan)
     fits = tcp is not None and tree_fits(net, lan + first_wan, scenario, lossy)
     if fits and first_tps is not None:
         first_ends, streams, results, timed = plan_ends(first)
-        switch = switch_iteration(o, ch.mean_pace(first_ends, n_run, lossy, cap=TREE_CAP))
+        first_pace = ch.mean_pace(first_ends, n_run, lossy, cap=TREE_CAP)
+        switch = switch_iteration(o, first_pace)
         # the speeds the first plan's timed messages report (one seed), over the
         # throughputs it was made from: the scheduler's matrix at the re-plan
         trace: dict = {}
@@ -277,7 +279,9 @@ def predict(graph, scenario, o: NetstormOptions) -> M.Prediction:
     if tcp is not None and tree_fits(net, lan + wan, scenario, lossy) and (fits or first_tps is None):
         if ends_of is None:
             ends_of = plan_ends(first)[0]
-        period = ch.mean_pace(ends_of, n_run, lossy, cap=cap)
+        # the first plan alone throughout: its pace is already simulated
+        period = first_pace if first_ends is not None and ends_of is first_ends else \
+            ch.mean_pace(ends_of, n_run, lossy, cap=cap)
         sim = (period, f"overlay connections{' under loss' if lossy else ''}, {tcp.law}: each message "
                        f"whole, hop by hop after the barrier, "
                        f"{ch.run_words(n_run, ch.seeds_for(n_run, lossy, cap))}"
