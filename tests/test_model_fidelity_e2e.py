@@ -5,11 +5,14 @@ model's (schemes/<name>/model.py), as summary.json's `model.measured_over_model`
 Needs root and Mininet (skipped otherwise); node names carry the prefix 'mf'.
 
 The point: 2 datacenters x 2 workers, WAN 20 Mbps with 20 ms one way, LAN 1 Gbps, zero
-compute time, 1 MiB gradients (INA: k = 64), time dilation 2, 8 iterations (the first is
-warm-up). Every model is serialization-bound here (`run.py predict`): ps 0.95 s, hier-ps
-0.50 s, ring 0.67 s, ina 1.07 s, geo-ina 0.55 s, each worker's transfer about ten bandwidth-delay
-products, so TCP's per-iteration window dynamics weigh little (docs/model.md says what
-happens at a few BDPs).
+compute time, 1 MiB gradients (INA: k = 64; the seed schemes' own defaults), time dilation 2,
+6 iterations (the first is warm-up), every registered scheme (mlfabric in asp, its only
+mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration): ps and
+mxnet-ps 1.14, hier-ps 0.59, ring 0.90, alltoall 1.81, ina 1.07, geo-ina 0.55, l3dml 0.65,
+netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.57; each worker's transfer is about ten
+bandwidth-delay products, so TCP's per-iteration window dynamics weigh little (docs/model.md
+says what happens at a few BDPs). Measured alone (2026-11-28, one run each): 0.98, 0.95,
+0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x the model.
 
 The loss point: the same network with 1 % loss per WAN direction, reno (clock-free under
 dilation), 256 KiB gradients, 6 iterations, for the schemes whose model simulates TCP
