@@ -20,11 +20,12 @@ pytestmark = pytest.mark.mininet
 
 REPO = Path(__file__).resolve().parent.parent
 LOSS_PCT = 2.0
+ITERATIONS = 3
 
 
 def run(scheme: str, out: Path) -> dict:
     (d,) = run_scenario(RunOptions(str(REPO / "scenarios" / "quickstart.yaml"), [
-        f"scheme={scheme}", "iterations=4", "duration_s=null", "time_dilation=2",
+        f"scheme={scheme}", f"iterations={ITERATIONS}", "duration_s=null", "time_dilation=2",
         "workload={kind: synthetic, parameters: 16384}", "scheme_options.verify=true",
         f"wan.default.loss_pct={LOSS_PCT}"], str(out), prefix="l3", show_progress=False,
         timeout_s=240), log=lambda *a, **k: None)
@@ -41,7 +42,7 @@ def test_the_switches_repair_wan_losses_so_the_workers_do_not(tmp_path):
     (gw,) = l3["app"]["repair_switches"]
     ev, root = rep["events"][gw], rep["events"][l3["app"]["root"]]
     worker_retx = {n: s["metrics"]["retransmissions"] for n, s in (("geo-ina", geo), ("l3dml", l3))}
-    print(f"\nWAN loss {LOSS_PCT}% each way, 4 iterations of 512 chunks: worker retransmissions "
+    print(f"\nWAN loss {LOSS_PCT}% each way, {ITERATIONS} iterations of 512 chunks: worker retransmissions "
           f"{worker_retx}; l3dml's {gw}: {ev['repair']} repairs, {ev['timer_done']} timers ended, "
           f"{ev['repair_giveup']} given up; root answered {root['dup_answer']} duplicates")
     assert ev["repair"] > 0 and ev["repair_giveup"] == 0

