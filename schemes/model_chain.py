@@ -74,6 +74,10 @@ class Tcp:
     # segments a sender may have unacknowledged whatever its window: its send buffer
     # (tcp_wmem max) and the receiver's window (tcp_rmem max), schemes.model.max_flight
     max_flight: float = math.inf
+    # real-world seconds a burst may leave late, uniformly at random: the hosts' send-time
+    # noise (schemes.model.SEND_JITTER_S). Only the segment-level simulation uses it
+    # (schemes/model_packets.py: without it identical streams stay in lock-step)
+    send_jitter_s: float = 0.0
 
 
 def cubic_cnt(cwnd: float, target: float, friendly: float, had_max: bool) -> float:

@@ -290,6 +290,8 @@ class Sim:
 
     # ------------------------------------------------------------ the sender
     def send(self, t: float, j: int) -> None:
+        if self.tcp.send_jitter_s > 0:   # the burst leaves up to send_jitter_s late
+            t += self.rng.uniform(0.0, self.tcp.send_jitter_s)
         f, tcp = self.flows[j], self.tcp
         if f.out == 0 and not f.retx:
             f._restart(t)
@@ -550,11 +552,23 @@ PACKET_CAP = 8                 # iterations simulated at most; beyond, the stead
 PACKET_MIN = 3                 # and at least: the warm-up and two steady ones
 
 
+def hops_per_iteration(streams: list) -> float:
+    """Packet-hops an iteration takes: every segment's hops and its ACK's (one per two)."""
+    return sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
+
+
+def seeds_for_jitter(streams: list, iterations: int) -> int:
+    """Seeds of the send-time noise to average over: JITTER_SEEDS, fewer for a job whose
+    iterations would not fit that many times in JITTER_BUDGET, at least one."""
+    per = hops_per_iteration(streams) * iterations
+    return max(1, min(JITTER_SEEDS, int(JITTER_BUDGET // per) if per else JITTER_SEEDS))
+
+
 def iterations_for(streams: list, run_iterations: int | None) -> int | None:
     """How many iterations to simulate within PACKET_BUDGET (every segment's hops and its
     ACK's, one per two): the run's, at most PACKET_CAP, fewer for a large job down to
     PACKET_MIN (the rest at the steady pace of those); None when not even that fits."""
-    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
+    per = hops_per_iteration(streams)
     k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
     k = min(k, int(PACKET_BUDGET // per) if per else k)
     return k if k >= min(PACKET_MIN, max(run_iterations or PACKET_CAP, 2)) else None
@@ -565,10 +579,19 @@ def fits(streams: list, run_iterations: int | None) -> bool:
     return iterations_for(streams, run_iterations) is not None
 
 
+# seeds the pace is averaged over when the hosts' send-time noise is on (Tcp.send_jitter_s),
+# fewer where they would not fit in JITTER_BUDGET packet-hops (at least one)
+JITTER_SEEDS = 4
+JITTER_BUDGET = 5 * PACKET_BUDGET   # ~20 s of CPU at most
+
+
 def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
          run_iterations: int | None) -> float:
     """The pace analysis/measure.py reports (model_chain.pace) of the run, simulated
-    without random loss (nothing is random then: one run of the loop) over
-    iterations_for() iterations (the caller checks fits() first)."""
+    without random loss over iterations_for() iterations (the caller checks fits()
+    first): averaged over JITTER_SEEDS seeds of the send-time noise, one run of the loop
+    without it (nothing is random then)."""
     k = iterations_for(streams, run_iterations)
-    return chain_pace(tree_ends(streams, queues, results, compute, tcp, k), run_iterations)
+    seeds = seeds_for_jitter(streams, k) if tcp.send_jitter_s > 0 else 1
+    return sum(chain_pace(tree_ends(streams, queues, results, compute, tcp, k, seed), run_iterations)
+               for seed in range(seeds)) / seeds

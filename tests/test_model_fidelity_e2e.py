@@ -66,10 +66,6 @@ ITERATIONS = 4
 # its scheme passes here repeatedly.
 KNOWN_GAPS: dict[str, tuple[float, float, str]] = {
     "ina": (1.02, 1.82, "paced INA at s = 2, sensitive to load on the two cores (docs/model.md)"),
-    # 2026-11-28, 6 iterations: 1.22, 1.24 and 1.27 x (docs/model.md, alltoall: the
-    # simulation keeps its identical streams in lock-step)
-    "alltoall": (1.22, 1.27, "its streams finish together in the model, not in the kernel "
-                             "(docs/model.md, alltoall)"),
     # two regimes, each steady over a whole run: about 0.90 s per iteration (1.02, 0.88-0.95 x)
     # or 0.71 s (0.79 x, near the closed form's 0.67 s; 2026-11-28, in CI). The simulated
     # windows lose at the queue every iteration; in the fast regime the kernel's did not

@@ -325,3 +325,37 @@ def test_acks_of_new_data_keep_an_application_limited_window():
 
     assert window_after([0.25, 0.5, 0.75, 0.95]) == 100
     assert window_after([]) == pytest.approx((100 + 11) / 2)
+
+
+def _four_into_one_queue(jitter: float, seed: int = 0):
+    """Four identical streams of 300 segments, each its own worker's result, into one
+    60-frame queue: their iteration ends (the last worker's) over 4 iterations."""
+    tcp = dataclasses.replace(TCP, send_jitter_s=jitter)
+    ss = [mp.PacketStream((0,), (1,), 2 * DELAY, (300,), (), f"w{i}") for i in range(4)]
+    sim = mp.Sim(ss, [link(limit=60 * 1514), link()], {f"w{i}": [i] for i in range(4)}, 0.0, tcp, 4, seed)
+    return sim.run()
+
+
+def test_without_send_noise_identical_streams_keep_in_step_and_with_it_they_lose_it():
+    # without the hosts' send-time noise nothing is random: every seed gives the same ends
+    # (the streams' bursts stay phase-locked at the queue); with 10 us of noise the seeds
+    # differ, each seed is reproducible, and the streams, no longer in step, lose more at
+    # the queue and take longer (alltoall's runs: docs/model.md, "Send-time noise")
+    assert _four_into_one_queue(0.0, 0) == _four_into_one_queue(0.0, 1)
+    noisy = [_four_into_one_queue(10e-6, s) for s in (0, 1)]
+    assert noisy[0] != noisy[1] and noisy[0] == _four_into_one_queue(10e-6, 0)
+    assert min(n[-1] for n in noisy) > 1.1 * _four_into_one_queue(0.0)[-1]
+
+
+def test_the_pace_averages_the_seeds_of_the_noise_within_its_budget(monkeypatch):
+    ss = [mp.PacketStream((0,), (1,), 2 * DELAY, (300,), (), f"w{i}") for i in range(4)]
+    results = {f"w{i}": [i] for i in range(4)}
+    queues = [link(limit=60 * 1514), link()]
+    noisy = dataclasses.replace(TCP, send_jitter_s=10e-6)
+    k = mp.iterations_for(ss, 4)
+    per_seed = [ch.pace(mp.tree_ends(ss, queues, results, 0.0, noisy, k, s), 4) for s in range(mp.JITTER_SEEDS)]
+    assert mp.pace(ss, queues, results, 0.0, noisy, 4) == pytest.approx(sum(per_seed) / len(per_seed))
+    # a job whose iterations fill the budget once gets one seed
+    monkeypatch.setattr(mp, "JITTER_BUDGET", mp.hops_per_iteration(ss) * k)
+    assert mp.seeds_for_jitter(ss, k) == 1
+    assert mp.pace(ss, queues, results, 0.0, noisy, 4) == pytest.approx(per_seed[0])

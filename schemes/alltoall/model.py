@@ -33,12 +33,13 @@ def predict(graph, scenario, o: TcpOptions) -> M.Prediction:
         add["slow start after idle"] = M.tcp_idle_term(p, load.share_bps(a, b), net.rtt(a, b),
                                                        comp.mean_s + one_way, scenario, notes,
                                                        f"stream {a}->{b}")
-    # without loss the segment-level simulation through the queues gives the closed form
-    # (2.98 s at bench schemes' point, where the run measured 3.95 s: docs/model.md), so it
-    # runs under loss only
+    # without loss the streams go through the links' queues segment by segment
+    # (schemes/model_packets.py), with the hosts' send-time noise: without the noise its
+    # identical streams stay in lock-step and finish together at the closed form (2.98 s at
+    # bench schemes' point, where the run measured 3.95 s); with it 3.49 s (docs/model.md)
     lossy = any(net.path_loss(a, b) > 0 for a, b, _ in flows)
     sim = None
-    if lossy and tree_fits(net, flows, scenario, lossy):
+    if tree_fits(net, flows, scenario, lossy):
         segs = ch.chunk_segments(M.parameters(scenario), 1 << 62, HEADER.size, M.MSS)
         streams, results = [], {w: [] for w in pl.workers}
         for a, b, _ in flows:
