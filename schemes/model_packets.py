@@ -31,7 +31,10 @@ rounds from the first window); at most Tcp.max_flight segments unacknowledged (t
 buffer, tcp_wmem max, and the receive window's maximum). Left out: PRR's pacing of the
 recovery (the window is cut at once), SACK blocks' limits, the receive window's
 autotuning (it grows ahead of these windows), HyStart's ACK-train exit, the hosts' NIC
-queues.
+queues. Each burst leaves up to Tcp.send_jitter_s late at random (the hosts' send-time
+noise, schemes.model.SEND_JITTER_S): without it identical streams stay in lock-step, and
+the pace is then averaged over seeds (pace, JITTER_SEEDS; docs/model.md, "Send-time
+noise").
 
 Streams depend on each other as in model_chain (a tree's pull chunk after that chunk of
 every push; a ring hop's step after its left neighbour's previous step), and the window

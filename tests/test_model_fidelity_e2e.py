@@ -8,14 +8,16 @@ The point: 2 datacenters x 2 workers, WAN 20 Mbps with 20 ms one way, LAN 1 Gbps
 compute time, 1 MiB gradients (INA: k = 64; the seed schemes' own defaults), time dilation 2,
 4 iterations (the first is warm-up), every registered scheme (mlfabric in asp, its only
 mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration): ps and
-mxnet-ps 1.14, hier-ps 0.59, ring 0.90, alltoall 1.81, ina 1.07, geo-ina 0.55, l3dml 0.65,
+mxnet-ps 1.14, hier-ps 0.59, ring 0.90, alltoall 2.21, ina 1.07, geo-ina 0.55, l3dml 0.65,
 netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.57; each worker's transfer is about ten
 bandwidth-delay products, so TCP's per-iteration window dynamics weigh little (docs/model.md
 says what happens at a few BDPs). Measured alone (2026-11-28, one run each, in that order):
 with 6 iterations 0.98, 0.95, 0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x
 the model, and in CI 0.96, 0.95, 0.95, 0.79 (ring's fast regime, KNOWN_GAPS), 1.27, 1.02,
 1.00, 1.14, 1.03, 1.04, 0.98, 1.19; with 4 iterations 0.95, 0.92, 0.93, 1.01, 1.12, 1.02,
-1.00, 1.00, 1.03, 1.01, 0.98, 1.10.
+1.00, 1.00, 1.03, 1.01, 0.98, 1.10; with the hosts' send-time noise in the segment-level
+simulation (ps, mxnet-ps, hier-ps, ring, alltoall: alltoall's model 1.81 -> 2.21 s), 4
+iterations, 0.93, 0.97, 0.93, 0.95, 1.11, 1.03, 1.00, 1.00, 1.03, 1.01, 0.98, 1.24.
 
 The loss point: the same network with 1 % loss per WAN direction, reno (clock-free under
 dilation), 256 KiB gradients, 6 iterations, for the schemes whose model simulates TCP
