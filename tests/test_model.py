@@ -340,16 +340,18 @@ def test_predict_many_datacenters_is_model_output_and_fast(capsys):
     with pytest.raises(ScenarioError):
         scn("ps", dcs=50, per_dc=4)            # run's limits stay
     t = time.monotonic()
-    for name, dcs in (("ps", 50), ("ring", 50), ("geo-ina", 32)):   # INA fan-in <= 32
-        p = predict(scn(name, dcs=dcs, per_dc=4, limits=False))
-        assert p.kind == "model" and p.iteration_s > 0
-    assert time.monotonic() - t < 60
-    path = REPO / "scenarios" / "quickstart.yaml"
+    p = predict(scn("geo-ina", dcs=32, per_dc=4, limits=False))     # INA fan-in <= 32
+    assert p.kind == "model" and p.iteration_s > 0
+    path = REPO / "scenarios" / "quickstart.yaml"    # ps, hier-ps and ring at 50 x 4
     assert main(str(path), ["datacenters=" + "[" + ",".join(
         f"{{name: d{i}, lat: 0, lon: {i}, workers_per_rack: 4}}" for i in range(50)) + "]"],
         "ps,hier-ps,ring,geo-ina") == 0
+    assert time.monotonic() - t < 90
     out = capsys.readouterr().out
-    assert "MODEL OUTPUT" in out and "50 datacenters" in out and "ring" in out
+    assert "MODEL OUTPUT" in out and "50 datacenters" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
+    for name in ("ps", "hier-ps", "ring"):
+        assert float(rows[name][1]) > 0, out
     assert re.search(r"geo-ina: no prediction: aggregation point 1:global:g\d+ has fan-in 50", out)
 
 
