@@ -555,23 +555,11 @@ PACKET_CAP = 8                 # iterations simulated at most; beyond, the stead
 PACKET_MIN = 3                 # and at least: the warm-up and two steady ones
 
 
-def hops_per_iteration(streams: list) -> float:
-    """Packet-hops an iteration takes: every segment's hops and its ACK's (one per two)."""
-    return sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
-
-
-def seeds_for_jitter(streams: list, iterations: int) -> int:
-    """Seeds of the send-time noise to average over: JITTER_SEEDS, fewer for a job whose
-    iterations would not fit that many times in JITTER_BUDGET, at least one."""
-    per = hops_per_iteration(streams) * iterations
-    return max(1, min(JITTER_SEEDS, int(JITTER_BUDGET // per) if per else JITTER_SEEDS))
-
-
 def iterations_for(streams: list, run_iterations: int | None) -> int | None:
     """How many iterations to simulate within PACKET_BUDGET (every segment's hops and its
     ACK's, one per two): the run's, at most PACKET_CAP, fewer for a large job down to
     PACKET_MIN (the rest at the steady pace of those); None when not even that fits."""
-    per = hops_per_iteration(streams)
+    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
     k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
     k = min(k, int(PACKET_BUDGET // per) if per else k)
     return k if k >= min(PACKET_MIN, max(run_iterations or PACKET_CAP, 2)) else None
@@ -582,10 +570,9 @@ def fits(streams: list, run_iterations: int | None) -> bool:
     return iterations_for(streams, run_iterations) is not None
 
 
-# seeds the pace is averaged over when the hosts' send-time noise is on (Tcp.send_jitter_s),
-# fewer where they would not fit in JITTER_BUDGET packet-hops (at least one)
+# seeds the pace is averaged over when the hosts' send-time noise is on (Tcp.send_jitter_s):
+# each seed's simulation fits PACKET_BUDGET, so a prediction takes up to 4 x its CPU
 JITTER_SEEDS = 4
-JITTER_BUDGET = 5 * PACKET_BUDGET   # ~20 s of CPU at most
 
 
 def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
@@ -595,6 +582,6 @@ def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
     first): averaged over JITTER_SEEDS seeds of the send-time noise, one run of the loop
     without it (nothing is random then)."""
     k = iterations_for(streams, run_iterations)
-    seeds = seeds_for_jitter(streams, k) if tcp.send_jitter_s > 0 else 1
+    seeds = JITTER_SEEDS if tcp.send_jitter_s > 0 else 1
     return sum(chain_pace(tree_ends(streams, queues, results, compute, tcp, k, seed), run_iterations)
                for seed in range(seeds)) / seeds

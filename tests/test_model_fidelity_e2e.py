@@ -7,9 +7,9 @@ Needs root and Mininet (skipped otherwise); node names carry the prefix 'mf'.
 The point: 2 datacenters x 2 workers, WAN 20 Mbps with 20 ms one way, LAN 1 Gbps, zero
 compute time, 1 MiB gradients (INA: k = 64; the seed schemes' own defaults), time dilation 2,
 4 iterations (the first is warm-up), every registered scheme (mlfabric in asp, its only
-mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration): ps and
-mxnet-ps 1.14, hier-ps 0.59, ring 0.90, alltoall 2.21, ina 1.07, geo-ina 0.55, l3dml 0.65,
-netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.57; each worker's transfer is about ten
+mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration at 4
+iterations): ps and mxnet-ps 1.15, hier-ps 0.62, ring 0.90, alltoall 2.21, ina 1.07, geo-ina
+0.55, l3dml 0.65, netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.45; each worker's transfer is about ten
 bandwidth-delay products, so TCP's per-iteration window dynamics weigh little (docs/model.md
 says what happens at a few BDPs). Measured alone (2026-11-28, one run each, in that order):
 with 6 iterations 0.98, 0.95, 0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x
