@@ -109,9 +109,10 @@ def check_reachability(net, graph, timeout_s: float) -> dict:
 def measure_wan_rtts(net, graph, count: int = 10, interval_s: float = 0.1,
                      pairs: list[dict] | None = None) -> list[dict]:
     """All WAN edges are probed at once (a ping process each): ten pings per second per
-    edge load the switches negligibly, and 28 edges of 8 datacenters take 1 s, not 28.
-    Echoes 0.1 s apart (root may go below ping's 0.2 s): the check is part of every run's
-    fixed cost, 2.4 s a run with 0.2 s (3 + 10 echoes), 1.1 s with 0.1 s.
+    edge load the switches negligibly, and every edge takes 0.9 s plus its round trip, not
+    that times the edges. Echoes 0.1 s apart (root may go below ping's 0.2 s): the check is
+    part of every run's fixed cost; on the fidelity test's point (80 ms round trips) the
+    whole check took 2.39 s with 0.2 s and 1.28 s with 0.1 s (2026-11-28, one run each).
     ``pairs``: wan_probe_pairs(graph) when the caller has them already."""
     import subprocess
     probes = []

@@ -9,7 +9,7 @@ compute time, 1 MiB gradients (INA: k = 64; the seed schemes' own defaults), tim
 4 iterations (the first is warm-up; mlfabric 8: ITERATIONS_OF), every registered scheme
 (mlfabric in asp, its only mode). Every model is bandwidth-bound here (`run.py predict`, seconds per iteration at 4
 iterations): ps and mxnet-ps 1.15, hier-ps 0.62, ring 0.90, alltoall 2.21, ina 1.07, geo-ina
-0.55, l3dml 0.65, netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.45; each worker's transfer is about ten
+0.55, l3dml 0.65, netstorm 1.06, libra 1.26, inart 0.65, mlfabric 2.45 (2.64 at its 8); each worker's transfer is about ten
 bandwidth-delay products, so TCP's per-iteration window dynamics weigh little (docs/model.md
 says what happens at a few BDPs). Measured alone (2026-11-28, one run each, in that order):
 with 6 iterations 0.98, 0.95, 0.98, 1.02, 1.22, 1.01, 1.00, 1.13, 1.03, 1.06, 0.98, 1.12 x
