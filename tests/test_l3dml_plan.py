@@ -40,7 +40,8 @@ def test_the_non_root_gateway_gets_a_loop_and_repair_entries():
     for h, c in p.comm.items():
         cl, b = c["client"], base.comm[h]["client"]
         repair_s = cl["reorder_extra"]
-        assert repair_s == pytest.approx((p.timer_loops[other] + 2 * 80) / 1000, rel=0.05)
+        # two repair attempts (passes 1 and 2 of the timer loop) + the WAN round trip
+        assert repair_s == pytest.approx((2 * p.timer_loops[other] + 2 * 80) / 1000, rel=0.05)
         assert cl["min_rto"] == pytest.approx(b["min_rto"] + repair_s)
         assert cl["initial_rto"] >= cl["min_rto"]
     assert p.info["repair_switches"] == [other] and p.info["policy"] == "none"
@@ -52,6 +53,12 @@ def test_options_change_the_loops_or_switch_them_off():
     assert list(p.timer_loops.values()) == [55.0]
     assert any(c.endswith(" 250 0") for cmds in p.switch_commands.values() for c in cmds
                if "agg_repair" in c)
+    # the workers wait for one attempt (pass 1) or four (passes 1, 2, 4, 8) + the round trip
+    for attempts, passes in ((1, 1), (4, 8)):
+        scn, g, o = setup(f"repair_timeout_ms: 55, worker_waits_repairs: {attempts}")
+        p = plan(g, scn, o)
+        assert [c["client"]["reorder_extra"] for c in p.comm.values()] == \
+            pytest.approx([(passes * 55 + 2 * 80) / 1000] * len(p.comm), rel=0.05)
     scn, g, o = setup("repair: false")
     p = plan(g, scn, o)
     base = plan_for("geo-ina")(g, scn, o)
@@ -63,6 +70,7 @@ def test_options_change_the_loops_or_switch_them_off():
     ("{repair_timeout_ms: 0}", "scheme_options.repair_timeout_ms"),
     ("{repair_timeout_ms: soon}", "scheme_options.repair_timeout_ms"),
     ("{repair_backoff: 8}", "scheme_options.repair_backoff"),
+    ("{worker_waits_repairs: 0}", "scheme_options.worker_waits_repairs"),
     ("{policy: learned}", "scheme_options.policy"),
     ("{policy: smart}", "scheme_options.policy"),
     ("{replan_interval_s: 2}", "set policy to rule or drl"),
@@ -206,4 +214,4 @@ def test_the_repair_timeout_covers_the_longest_path_the_policy_uses():
     assert p.info["repair_timeout_ms"] == pytest.approx(1.5 * 40)
     assert route_only.info["repair_timeout_ms"] == pytest.approx(max(20.0, 1.5 * 20))
     for c in p.comm.values():
-        assert c["client"]["reorder_extra"] == pytest.approx((60 + 40) / 1000)
+        assert c["client"]["reorder_extra"] == pytest.approx((2 * 60 + 40) / 1000)

@@ -20,6 +20,12 @@ class L3dmlOptions(InaOptions):
     # after re-sends on passes 1, 2, 4, ... a waiting copy is re-sent every 2^repair_backoff
     # passes (0: every pass): few duplicates while a parent waits for a straggler
     repair_backoff: int = Field(3, ge=0, le=7)
+    # how many of the switch's repair attempts a worker waits for before its own loss
+    # detection re-sends the chunk (and cuts its window): attempt r goes on pass 2^(r-1), so
+    # the workers wait 2^(r-1) timeouts + the round trip (plan.worker_wait_s). 2: a repair
+    # lost again (p ~ 2 % at 1 % loss each way) is still the switches' to mend; with 1,
+    # those cut the workers' windows 1-3 times an iteration (docs/model.md, l3dml)
+    worker_waits_repairs: int = Field(2, ge=1, le=5)
     # the straggler policy (schemes/l3dml/policies.py): "none" (geo-ina's routes), "rule"
     # (rate synchronization: r_d = V_d / (T - t_d - D_d), stragglers split over paths),
     # "drl" (the trained model set). Decided once, at plan time, on the flow model of the

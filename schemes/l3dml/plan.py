@@ -51,6 +51,14 @@ def repair_timeout_ms(graph, tree, o: L3dmlOptions, path_rtt_ms: float = 0.0) ->
     return max(MIN_TIMEOUT_MS, TIMEOUT_RTTS * repair_rtt_ms(graph, tree, path_rtt_ms))
 
 
+def worker_wait_s(timeout_ms: float, rtt_ms: float, attempts: int) -> float:
+    """How long a worker gives the switches before it re-sends (s, same clock as the
+    arguments' ms): the timer loop re-sends on passes 1, 2, 4, ... (docs/protocol.md), so
+    the `attempts`-th repair's result is back 2^(attempts - 1) timeouts + one round trip
+    after the partial sum went up."""
+    return (2 ** (attempts - 1) * timeout_ms + rtt_ms) / 1000.0
+
+
 def used_path_rtt_ms(graph, iteration, allocation) -> float:
     """The longest round trip (dilated graph) of a path an allocation sends anything on."""
     rtt = 0.0
@@ -113,22 +121,26 @@ def worker_pacing(graph, workers, d: replan.Decision, k: int, dilation: float) -
 
 
 def repair(graph, tree, o: L3dmlOptions, base: Plan, path_rtt_ms: float = 0.0) -> dict:
-    """Timer loops and agg_repair entries on the plan; workers wait for the repair.
+    """Timer loops and agg_repair entries on the plan; workers wait for the repairs.
     path_rtt_ms: the longest round trip of a path the policy uses (0: the routes only)."""
     points = repaired_points(graph, tree)
     timeout = repair_timeout_ms(graph, tree, o, path_rtt_ms)
     loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=2 ** o.repair_backoff - 1)
              for p in points}
-    # a worker gives the switches one timeout plus the longest round trip before it re-sends
-    repair_s = (timeout + repair_rtt_ms(graph, tree, path_rtt_ms)) / 1000.0
+    # a worker gives the switches `worker_waits_repairs` attempts before it re-sends. Why
+    # not one: at 1 % WAN loss each way ~2 % of repairs are lost again, and a worker that
+    # gave only one attempt declared those chunks lost, re-sent them and cut its window
+    # (1-3 cuts an iteration, Tokyo's windows at 330-600 of 1024 slots: 1.23-1.46 x the
+    # model at 100 Mbps, bench schemes' 1 MB point)
+    wait_s = worker_wait_s(timeout, repair_rtt_ms(graph, tree, path_rtt_ms), o.worker_waits_repairs)
     for c in base.comm.values():
         cl = c["client"]
-        cl["reorder_extra"] = repair_s
-        cl["min_rto"] = cl["min_rto"] + repair_s
+        cl["reorder_extra"] = wait_s
+        cl["min_rto"] = cl["min_rto"] + wait_s
         cl["initial_rto"] = max(cl["initial_rto"], cl["min_rto"])
         cl["max_rto"] = max(cl["max_rto"], cl["initial_rto"])
     base.switch_commands = switch_commands(graph, [tree], loops=loops)
     base.timer_loops = {sw: timeout for sw in loops}
     base.info.update(repair_timeout_ms=timeout, repair_switches=sorted(loops),
-                     repair_backoff=o.repair_backoff)
+                     repair_backoff=o.repair_backoff, worker_wait_s=wait_s)
     return loops
