@@ -281,6 +281,12 @@ def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
     assert rounds > 1 - (1 - p_chunk) ** n + 0.01      # the repeats count
     assert p.terms[tail] == pytest.approx(rounds * repair_s)
     assert p.iteration_s == pytest.approx(sum(p.terms.values()))
+    assert not p.caveats
+    # workers that wait for one repair attempt cut on a repair lost again: named, not modelled
+    one = predict(scn("l3dml", per_dc=2, loss=1, extra="scheme_options: {worker_waits_repairs: 1}"))
+    (c,) = one.caveats
+    assert "worker_waits_repairs: 1" in c and one.iteration_s == pytest.approx(p.iteration_s)
+    assert not predict(scn("l3dml", per_dc=2, extra="scheme_options: {worker_waits_repairs: 1}")).caveats
     geo = predict(scn("geo-ina", per_dc=2, loss=1))
     assert p.iteration_s < geo.iteration_s / 5          # the workers' cut windows cost far more
     # repair off: geo-ina's model, loss at the workers

@@ -8,7 +8,7 @@ policy uses). The straggler policy's paths and pacing are not in this model: the
 from __future__ import annotations
 
 from schemes import model as M
-from schemes.ina.model import Repair, predict_trees
+from schemes.ina.model import Repair, predict_trees, repair_loss
 from schemes.ina.plan import tree_for
 import schemes.l3dml.flowmodel as flowmodel
 import schemes.l3dml.plan as plan
@@ -39,6 +39,11 @@ def predict(graph, scenario, o: L3dmlOptions) -> M.Prediction:
         points = frozenset(p.id for p in plan.repaired_points(graph, tree))
         repair = Repair(points, repair_time_s(graph, scenario, tree, o)) if points else None
     p = predict_trees("l3dml", graph, scenario, [(tree, M.parameters(scenario))], k, o, repair)
+    if repair and o.worker_waits_repairs < 2 and repair_loss(M.Net(graph), tree, repair.points) > 0:
+        p.caveats.append("workers wait for one repair attempt (worker_waits_repairs: 1): a repair "
+                         "lost again makes them re-send and cut their windows, which the model "
+                         "leaves out (1.23-1.46 x at bench schemes' 1 MB point, 1 % loss, 100 Mbps; "
+                         "schemes/l3dml/README.md)")
     if o.policy != "none":
         p.notes.append(f"policy {o.policy}: its paths and pacing are not modelled here "
                        "(geo-ina's routes); the flow model's prediction is app.flow_model")
