@@ -257,29 +257,29 @@ def test_ina_under_loss_names_the_out_of_step_pace_as_a_caveat():
 
 def test_l3dml_model_moves_wan_losses_from_the_workers_to_the_switches_repair():
     # 2 DCs x 2, 1 % per WAN direction: geo-ina's workers lose 1 - 0.99^2 of the chunks and
-    # cut their window; with l3dml the switches repair them: no loss at the workers, each
-    # repaired chunk holds its slot a repair time longer (timeout 1.5 x the 100 ms round
-    # trip + the round trip) and the last window waits for its repairs
+    # cut their window; with l3dml the switches repair them: no loss at the workers, a
+    # repaired chunk's result comes the timer loop's passes (timeout 1.5 x the 100 ms round
+    # trip) later, and the iteration waits for the slowest slot's chain of chunks
+    from schemes.ina.repair_delay import slowest_chain_passes
     p_chunk = 1 - 0.99 ** 2
     chunks = N // 32
     clean = predict(scn("l3dml", per_dc=2))
     assert clean.iteration_s == pytest.approx(predict(scn("geo-ina", per_dc=2)).iteration_s)
     p = predict(scn("l3dml", per_dc=2, loss=1))
     assert not [k for k in list(p.limits) + list(p.terms) if k.startswith("loss")]
-    repair_s = 1.5 * 0.100 + 0.100
+    timeout = 1.5 * 0.100
     (key,) = [k for k in p.limits if k.startswith("window")]
     assert f"{100 * p_chunk:.2g} % of chunks repaired" in key
     w = int(re.search(r"(\d+) slots", key).group(1))
     ser = next(v for k, v in p.limits.items() if k.startswith("serialization"))
-    assert p.limits[key] == pytest.approx(max(0, chunks / w - 1) * (0.100 + p_chunk * repair_s)
-                                          + ser * min(1.0, w / chunks))
-    # the last window's worst chunk: a first repair (probability p_chunk), and again each
-    # time its repair is lost on the link's round trip (here the same 1 - 0.99^2)
+    # a repair lost again (the link's round trip: again 1 - 0.99^2) waits for the next pass
+    passes = lambda n: slowest_chain_passes(n, w, p_chunk, p_chunk, 7)
+    assert passes(chunks) > passes(min(w, chunks)) > 1 - (1 - p_chunk) ** min(w, chunks) + 0.01
+    assert p.limits[key] == pytest.approx(max(0, chunks / w - 1) * 0.100 + ser * min(1.0, w / chunks)
+                                          + (passes(chunks) - passes(min(w, chunks))) * timeout)
+    # the last window's worst chunk
     (tail,) = [k for k in p.terms if "repairs" in k]
-    n = min(w, chunks)
-    rounds = sum(1 - (1 - p_chunk * p_chunk ** (r - 1)) ** n for r in range(1, 40))
-    assert rounds > 1 - (1 - p_chunk) ** n + 0.01      # the repeats count
-    assert p.terms[tail] == pytest.approx(rounds * repair_s)
+    assert p.terms[tail] == pytest.approx(passes(min(w, chunks)) * timeout)
     assert p.iteration_s == pytest.approx(sum(p.terms.values()))
     assert not p.caveats
     # workers that wait for one repair attempt cut on a repair lost again: named, not modelled

@@ -14,6 +14,7 @@ from control.agg_tree import way_up
 from schemes import model as M
 from schemes.ina.options import InaOptions, InaTransportOptions
 from schemes.ina.plan import tree_for
+from schemes.ina.repair_delay import Repair, slowest_chain_passes
 from workers.agg_packet import frame_bytes
 from workers.congestion import cubic_c
 
@@ -76,17 +77,6 @@ def out_of_step_s(net: M.Net, tree, chunks: int, repaired: frozenset, t: InaTran
         if p > 0 and r > 0:
             worst = max(worst, chunks / M.loss_window(p, r, t.congestion_law, cubic_c(frame)) * r)
     return worst
-
-
-@dataclass(frozen=True)
-class Repair:
-    """Links between aggregation points whose losses the switches repair (l3dml: docs/
-    protocol.md, "Lossless links between aggregation points"): `points` are the ids of the
-    points that re-send to their parent; a loss there (the partial sum up or the result
-    down) costs the chunk `time_s` (the timer loop's timeout + the link's round trip) and
-    the workers neither see nor answer it."""
-    points: frozenset
-    time_s: float
 
 
 def most_resends(p: float, chunks: float) -> float:
@@ -169,10 +159,10 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     one tree per parameter server, each with its share of the model): their frames load the
     links together; each tree is window-limited on its own round trip. transport: the
     workers' options (loss response, congestion law); None: the defaults. repair: losses
-    the switches repair (one tree only): a repaired chunk holds its slot `time_s` longer
-    (the window's round trip grows by the expected repair time per chunk: one repair, a
-    repair lost again being rare), and the last window waits for the repairs of its worst
-    chunk (+ time_s x most_repairs: a repair lost again costs another)."""
+    the switches repair (one tree only): a repaired chunk's result comes the timer loop's
+    passes later (schemes/ina/repair_delay.py), and the iteration waits for the slowest of
+    the slots' chains of chunks: the window term gets its passes but for the last
+    window's, and the last window's worst chunk's passes are added."""
     if repair is not None and len(trees) != 1:
         raise ValueError("switch repair is modelled for one tree")
     fixed = repair.points if repair else frozenset()
@@ -190,6 +180,9 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         workers |= set(tree.workers)
         windows.append((tree, chunks, max(tree_rtt(net, tree, w) for w in tree.workers)))
     p_fix = repaired_loss(net, trees[0][0], fixed) if repair else 0.0
+    if p_fix > 0:
+        tree0, again = trees[0][0], repair_loss(net, trees[0][0], fixed)
+        chain_passes = lambda n: slowest_chain_passes(n, tree0.window, p_fix, again, repair.backoff_mask)
     comp = M.compute(graph, scenario, sorted(workers, key=lambda n: graph.nodes[n]["worker_index"]))
     limits = M.link_limits(load, scenario)
     # Window-limited, a round takes R, but the last window's chunks are spaced by the
@@ -199,11 +192,16 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     for tree, chunks, rtt in windows:
         w = tree.window
         name = "" if len(trees) == 1 else f"job {tree.job}: "
-        held = rtt + p_fix * repair.time_s if repair else rtt
-        extra = f" + {100 * p_fix:.2g} % of chunks repaired by the switches" if p_fix > 0 else ""
+        held, extra = 0.0, ""
+        if p_fix > 0:
+            passes = chain_passes(chunks) - chain_passes(min(w, chunks))
+            held = passes * repair.timeout_s
+            extra = (f" + {100 * p_fix:.2g} % of chunks repaired by the switches (the slowest slot's "
+                     f"chain: {passes:.2f} timer passes of {repair.timeout_s * 1000:.0f} ms before "
+                     f"the last window)")
         limits[f"{name}window: {w} slots per worker per {rtt * 1000:.0f} ms round trip{extra} "
                f"({chunks} chunks of k={k}), the last window serialized"] = \
-            max(0.0, chunks / w - 1) * held + ser * min(1.0, w / max(chunks, 1))
+            max(0.0, chunks / w - 1) * rtt + held + ser * min(1.0, w / max(chunks, 1))
     caveats = []
     notes = [f"frames of {frame} bytes (Ethernet+IPv4+UDP+16-byte header+{k} x 4 bytes)",
              "the congestion window persists across iterations and has no restart after "
@@ -262,13 +260,11 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
                            "wait at the root for its contributions, their timers fire once an iteration "
                            "(a window re-sent and cut, not in the model; docs/model.md, inart)")
     if p_fix > 0:
-        # the iteration waits for the last window's repairs; a repair lost again costs its
-        # chunk another (measured at bench schemes' point, 1 MB, 1 % WAN loss: 2.29 s per
-        # iteration, against 1.88 s with one repair time and 2.11 s with the repeats)
-        last = min(tree.window, chunks)
-        n = most_repairs(p_fix, repair_loss(net, trees[0][0], fixed), last)
-        add[f"the last window's repairs ({repair.time_s * 1000:.0f} ms each, switch timers; "
-            f"{n:.2f} of its worst chunk)"] = n * repair.time_s
+        # the iteration waits for the last window's repairs: its worst chunk's timer passes
+        # (a repair lost again waits for the next attempt's pass)
+        n = chain_passes(min(tree.window, chunks))
+        add[f"the last window's repairs (timer passes of {repair.timeout_s * 1000:.0f} ms; "
+            f"{n:.2f} for its worst chunk)"] = n * repair.timeout_s
     add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt, **add}
     return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)
