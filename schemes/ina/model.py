@@ -8,7 +8,6 @@ the busiest switch's packet rate, plus one round trip for the last chunk."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from control.agg_tree import way_up
 from schemes import model as M
@@ -180,9 +179,12 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         workers |= set(tree.workers)
         windows.append((tree, chunks, max(tree_rtt(net, tree, w) for w in tree.workers)))
     p_fix = repaired_loss(net, trees[0][0], fixed) if repair else 0.0
-    if p_fix > 0:
-        tree0, again = trees[0][0], repair_loss(net, trees[0][0], fixed)
-        chain_passes = lambda n: slowest_chain_passes(n, tree0.window, p_fix, again, repair.backoff_mask)
+    all_passes = last_passes = 0.0      # timer passes of the slowest chain, of the last window
+    if p_fix > 0:                       # (repair has one tree: windows[0])
+        tree0, chunks0, _ = windows[0]
+        chain = lambda n: slowest_chain_passes(n, tree0.window, p_fix, repair_loss(net, tree0, fixed),
+                                               repair.backoff_mask)
+        all_passes, last_passes = chain(chunks0), chain(min(tree0.window, chunks0))
     comp = M.compute(graph, scenario, sorted(workers, key=lambda n: graph.nodes[n]["worker_index"]))
     limits = M.link_limits(load, scenario)
     # Window-limited, a round takes R, but the last window's chunks are spaced by the
@@ -194,7 +196,7 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
         name = "" if len(trees) == 1 else f"job {tree.job}: "
         held, extra = 0.0, ""
         if p_fix > 0:
-            passes = chain_passes(chunks) - chain_passes(min(w, chunks))
+            passes = all_passes - last_passes
             held = passes * repair.timeout_s
             extra = (f" + {100 * p_fix:.2g} % of chunks repaired by the switches (the slowest slot's "
                      f"chain: {passes:.2f} timer passes of {repair.timeout_s * 1000:.0f} ms before "
@@ -262,9 +264,8 @@ def predict_trees(scheme: str, graph, scenario, trees, k: int,
     if p_fix > 0:
         # the iteration waits for the last window's repairs: its worst chunk's timer passes
         # (a repair lost again waits for the next attempt's pass)
-        n = chain_passes(min(tree.window, chunks))
         add[f"the last window's repairs (timer passes of {repair.timeout_s * 1000:.0f} ms; "
-            f"{n:.2f} for its worst chunk)"] = n * repair.timeout_s
+            f"{last_passes:.2f} for its worst chunk)"] = last_passes * repair.timeout_s
     add = {f"propagation (longest worker-root round trip, {tree.depth()} level(s))": rtt, **add}
     return M.assemble(scheme, comp, limits, add, load.wan_bytes(), notes + M.common_notes(graph),
                       caveats)

@@ -11,6 +11,7 @@ import networkx as nx
 from control.agg_entries import TimerLoop, switch_commands
 from schemes.base import Plan
 from schemes.ina.plan import plan_for, tree_for
+from schemes.ina.repair_delay import repair_pass
 import schemes.l3dml.flowmodel as flowmodel
 import schemes.l3dml.policies as policies
 import schemes.l3dml.replan as replan
@@ -51,12 +52,11 @@ def repair_timeout_ms(graph, tree, o: L3dmlOptions, path_rtt_ms: float = 0.0) ->
     return max(MIN_TIMEOUT_MS, TIMEOUT_RTTS * repair_rtt_ms(graph, tree, path_rtt_ms))
 
 
-def worker_wait_s(timeout_ms: float, rtt_ms: float, attempts: int) -> float:
+def worker_wait_s(timeout_ms: float, rtt_ms: float, attempts: int, backoff_mask: int) -> float:
     """How long a worker gives the switches before it re-sends (s, same clock as the
-    arguments' ms): the timer loop re-sends on passes 1, 2, 4, ... (docs/protocol.md), so
-    the `attempts`-th repair's result is back 2^(attempts - 1) timeouts + one round trip
-    after the partial sum went up."""
-    return (2 ** (attempts - 1) * timeout_ms + rtt_ms) / 1000.0
+    arguments' ms): the `attempts`-th repair goes on the timer loop's pass repair_pass()
+    (1, 2, 4, ...: docs/protocol.md), and its result is back one round trip later."""
+    return (repair_pass(attempts, backoff_mask) * timeout_ms + rtt_ms) / 1000.0
 
 
 def used_path_rtt_ms(graph, iteration, allocation) -> float:
@@ -125,14 +125,14 @@ def repair(graph, tree, o: L3dmlOptions, base: Plan, path_rtt_ms: float = 0.0) -
     path_rtt_ms: the longest round trip of a path the policy uses (0: the routes only)."""
     points = repaired_points(graph, tree)
     timeout = repair_timeout_ms(graph, tree, o, path_rtt_ms)
-    loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=2 ** o.repair_backoff - 1)
-             for p in points}
+    mask = 2 ** o.repair_backoff - 1
+    loops = {p.switch: TimerLoop(*timer_loop_ports(graph, p.switch), backoff_mask=mask) for p in points}
     # a worker gives the switches `worker_waits_repairs` attempts before it re-sends. Why
     # not one: at 1 % WAN loss each way ~2 % of repairs are lost again, and a worker that
     # gave only one attempt declared those chunks lost, re-sent them and cut its window
     # (1-3 cuts an iteration, Tokyo's windows at 330-600 of 1024 slots: 1.23-1.46 x the
     # model at 100 Mbps, bench schemes' 1 MB point)
-    wait_s = worker_wait_s(timeout, repair_rtt_ms(graph, tree, path_rtt_ms), o.worker_waits_repairs)
+    wait_s = worker_wait_s(timeout, repair_rtt_ms(graph, tree, path_rtt_ms), o.worker_waits_repairs, mask)
     for c in base.comm.values():
         cl = c["client"]
         cl["reorder_extra"] = wait_s
