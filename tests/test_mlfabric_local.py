@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from schemes.mlfabric import wire as W
+from schemes.mlfabric.replica import ReplicaServer
 from schemes.mlfabric.server import FabricServer
 from tests.async_replay import sha1
 from workers import framing as fr
@@ -194,19 +195,66 @@ def test_killing_the_primary_moves_training_to_the_replica_within_d_rep(tmp_path
     assert f["lost_updates"] == f["primary_version"] - f["replica_version"]
     ends = iteration_ends(events)
     assert all(sum(e["worker"] == f"w{i}" for e in ends) == 10 for i in range(N))   # all finished
-    moved = {e["worker"] for e in ends if e["comm_stats"].get("route") == "lost in failover"}
-    assert moved == {f"w{i}" for i in range(N)} - {f"w{i}" for i in f["workers_ended_before"]}
+    routes = {e["worker"]: e["comm_stats"].get("route") for e in ends
+              if e["comm_stats"].get("route") in ("lost in failover", "applied before failover")}
+    assert set(routes) == {f"w{i}" for i in range(N)} - {f"w{i}" for i in f["workers_ended_before"]}
     # before the death: the primary's versions; the replica holds the first replica_version
-    # of them, then applies its own from there
+    # of them, then applies its own from there. An update the primary applied and replicated
+    # just before dying, its reply lost, is reported on the replica's side (survived)
     v0 = f["replica_version"]
-    before = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "primary"]
-    models = replay([r for r in before if r["version_applied"] < v0])
-    assert f["primary_version"] >= max(r["version_applied"] for r in before) + 1
-    after = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "replica"]
+    before = [e["update"] for e in ends if e["update"] and e["update"]["version_applied"] < v0]
+    survived = [e["update"] for e in ends if e["comm_stats"].get("route") == "applied before failover"]
+    assert sorted([int(r["worker"][1:]), r["iteration"], r["version_applied"]] for r in survived) \
+        == sorted(f.get("survived", []))
+    models = replay(before)
+    on_primary = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "primary"]
+    assert f["primary_version"] >= max(r["version_applied"] for r in on_primary) + 1
+    after = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "replica"
+             and e["update"]["version_applied"] >= v0]
     assert after, "nothing was applied on the replica"
     models_after = replay(after, models[v0], v0)
     assert sha1(models_after[rs["final_version"]]) == rs["model_sha1"]
     check_pulled(events, models_after, server="replica")
+
+
+def test_a_worker_whose_reply_died_with_the_primary_learns_that_its_update_survived():
+    """The primary applied w0's update of iteration 4 (version 1 -> 2) and w1's (2 -> 3),
+    replicated up to version 2 and died before replying: on failover the replica tells w0
+    that its update was applied (at version 1) and w1 that its own is lost; neither is
+    asked to re-send, so nothing is applied twice."""
+    replica = ReplicaServer(R_IP, 0, 2, 0.1, 3, timeout_s=10, name="replica")
+    replica.core.d_rep = 2
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(stats=replica.serve()), daemon=True)
+    t.start()
+    data = fr.connect(*replica.address, "replica", 10, 10)
+    data.send(fr.HELLO, W.DATA_CHANNEL)
+    heads = fr.connect(*replica.address, "replica", 10, 10)
+    heads.send(fr.HELLO, W.HEADS_CHANNEL)
+    data.send(fr.MODEL_INIT, 0, np.zeros(8, np.float32))
+    for v, (rank, it) in enumerate([(1, 3), (0, 4), (1, 4)], start=1):
+        heads.send(W.HEAD, v, np.array([rank, it], np.int64))
+    for v in (1, 2):
+        data.send(W.REPL, v, np.full(8, v, np.float32))
+        assert data.recv(W.REPL_ACK, what="ack")[1] == v
+    data.close()                                   # the primary dies
+    heads.close()
+    heads_of = {}
+    for rank in (0, 1):
+        w = fr.connect(*replica.address, "replica", 10, 10)
+        w.send(fr.HELLO, rank)
+        w.send(W.FAILOVER, 5)
+        it, version, _clock, applied_at = w.recv(fr.MODEL_VERSION, 5, what="release")[2].tolist()
+        heads_of[rank] = [it, version, applied_at]
+        assert np.array_equal(w.recv(fr.MODEL, 5, what="model")[2], np.full(8, -0.05 * 3, np.float32))
+        w.send(fr.BYE, 0)
+        w.close()
+    t.join(10)
+    assert not t.is_alive()
+    assert heads_of == {0: [5, 2, 1], 1: [5, 2, W.NOT_APPLIED]}
+    f = out["stats"]["failover"]
+    assert (f["primary_version"], f["replica_version"], f["lost_updates"]) == (3, 2, 1)
+    assert f["survived"] == [[0, 4, 1]] and out["stats"]["final_version"] == 2
 
 
 def test_the_primary_ends_replication_gracefully_so_the_last_ack_is_not_reset():

@@ -18,7 +18,8 @@ out or died): the gradient goes straight to the PS. An aggregator this worker ca
 reach is reported (AGG_FAIL), so the group falls back at once. If
 the primary's connection breaks at any point, the worker connects to the replica, says
 FAILOVER c + 1 and carries on from the replica's model: its update of c is lost (Pulled.
-applied_at None, like a dropped one).
+applied_at None, like a dropped one) unless the replica holds a version made with it
+(the primary applied it and died before replying): then applied_at is that version.
 """
 from __future__ import annotations
 
@@ -147,8 +148,9 @@ class MlfabricCommunicator(CommunicatorBase):
         self.server = "replica"
         self.chan.send(W.FAILOVER, iteration + 1)
         pulled = self._release(iteration + 1)
-        self.last = {"server": "replica", "route": "lost in failover", "failover_s":
-                     round(time.monotonic() - t0, 6)}
+        self.last = {"server": "replica", "failover_s": round(time.monotonic() - t0, 6),
+                     "route": "lost in failover" if pulled.applied_at is None
+                     else "applied before failover"}
         return pulled
 
     def counters(self) -> Counters:

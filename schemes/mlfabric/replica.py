@@ -4,15 +4,18 @@ Following: the primary connects twice (schemes/mlfabric/wire.py): on the data ch
 sends the initial model, then every applied version's update (REPL tag v), which the
 replica applies with the primary's arithmetic (model -= float32(lr / N) * update, so its
 model of version v has the primary's bits) and acknowledges (REPL_ACK v); on the heads
-channel it announces each version as soon as it exists (HEAD v) and each worker that
-ended (LEFT rank).
+channel it announces each version as soon as it exists, with the (rank, iteration) of
+the updates that made it (HEAD v), and each worker that ended (LEFT rank).
 
 Takeover: when the data channel breaks without the primary's BYE, the primary is dead.
 The updates lost are the primary's last announced version minus the replica's version
 (the primary grants only while that difference stays <= d_rep, scheduler.py). The
 replica then runs the primary's loop (schemes/mlfabric/server.py, without a replica of
 its own) from its version: each surviving worker connects (HELLO rank, FAILOVER tag c)
-and is released to start iteration c on the replica's model.
+and is released to start iteration c on the replica's model. Its update of c - 1 is
+reported applied (the release's applied_at) when a version this replica holds was made
+with it: the primary applied and replicated it, then died before its reply got out (the
+worker does not re-send it, so nothing is applied twice); otherwise it is lost.
 
 It ends when every worker still training said BYE, or at SIGTERM (a worker that ended
 while the primary was dying may never reach it): its stats line carries the failover.
@@ -43,6 +46,7 @@ class ReplicaServer(FabricServer):
         self.replica_version = 0          # versions applied while following
         self.primary_seen = 0             # the primary's last announced version
         self.left_at_primary: set[int] = set()
+        self.applied_at_primary: dict[tuple[int, int], int] = {}   # (rank, iteration) -> version applied to
         self.failover: dict | None = None
         self.data: fr.Channel | None = None
         self.heads_in: fr.Channel | None = None
@@ -116,11 +120,13 @@ class ReplicaServer(FabricServer):
     def _read_heads(self) -> None:
         while True:
             try:
-                kind, tag, _ = self.heads_in.recv(what="the primary's version announcements")
+                kind, tag, arr = self.heads_in.recv(what="the primary's version announcements")
             except fr.PeerError:
                 return
             if kind == W.HEAD:
                 self.primary_seen = max(self.primary_seen, tag)
+                for rank, iteration in arr.reshape(-1, 2).tolist():
+                    self.applied_at_primary[(rank, iteration)] = tag - 1
             elif kind == W.LEFT:
                 self.left_at_primary.add(tag)
 
@@ -172,8 +178,14 @@ class ReplicaServer(FabricServer):
     def _handle(self, src, kind, tag, arr=None) -> int:
         if kind == "join":                      # (rank, ("join", channel, next iteration))
             self._attach(src, tag)
-            self.applied_at[src] = W.NOT_APPLIED
+            # its update of the iteration before survived if it made a version this
+            # replica holds: the primary applied it and died before the reply got out
+            v = self.applied_at_primary.get((src, int(arr) - 1), W.NOT_APPLIED)
+            survived = W.NOT_APPLIED < v < self.replica_version
+            self.applied_at[src] = v if survived else W.NOT_APPLIED
             self.failover.setdefault("rejoined", []).append(src)
+            if survived:
+                self.failover.setdefault("survived", []).append([src, int(arr) - 1, v])
             self._send_releases([self.core.join(src, int(arr))], self.outboxes)
             return 0
         return super()._handle(src, kind, tag, arr)

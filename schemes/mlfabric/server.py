@@ -209,7 +209,10 @@ class FabricServer(AsyncServer):
             self.applied_at[r.worker] = r.version_applied
         v = self.core.version
         if self.repl_out is not None:
-            self.heads_out.put((W.HEAD, v, None))
+            # who made version v: a worker whose reply is lost with the primary learns
+            # from the replica that its update survived (replica.py, on FAILOVER)
+            members = np.array([(r.worker, r.iteration) for r in rows], np.int64).ravel()
+            self.heads_out.put((W.HEAD, v, members))
             self.repl_out.put((W.REPL, v, update))
         self._dispatch(outs)
 

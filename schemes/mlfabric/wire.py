@@ -17,12 +17,16 @@ aggregator -> PS    AGG_MEMBERS tag <group> int64 [ranks summed], then AGG_SUM t
                     the float32 sum of their gradients in that order
 primary -> replica  data channel: HELLO DATA_CHANNEL, MODEL_INIT model, then REPL tag v
                     update (the float32 vector applied to make version v), BYE at a normal
-                    end; heads channel: HELLO HEADS_CHANNEL, then HEAD tag v as soon as
-                    version v exists and LEFT tag rank when a worker ended (tiny frames on
-                    their own connection, so they are not queued behind REPL payloads)
+                    end; heads channel: HELLO HEADS_CHANNEL, then HEAD tag v int64 [rank,
+                    iteration, ...] (the updates that made it) as soon as version v
+                    exists, and LEFT tag rank when a worker ended (small frames on their
+                    own connection, so they are not queued behind REPL payloads)
 replica -> primary  REPL_ACK tag v: the replica's model is version v
 worker -> replica   after the primary died: HELLO rank, FAILOVER tag c+1 (the iteration it
-                    starts next; its update of c is lost), then as with the PS
+                    starts next), then as with the PS; the first release's applied_at is
+                    the version its update of c was applied to if the replica holds that
+                    version (the primary applied it, the reply died with it), else
+                    NOT_APPLIED (the update is lost)
 """
 REQUEST = 40
 GRANT = 41
