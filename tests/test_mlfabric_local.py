@@ -206,6 +206,9 @@ def test_killing_the_primary_moves_training_to_the_replica_within_d_rep(tmp_path
     survived = [e["update"] for e in ends if e["comm_stats"].get("route") == "applied before failover"]
     assert sorted([int(r["worker"][1:]), r["iteration"], r["version_applied"]] for r in survived) \
         == sorted(f.get("survived", []))
+    missing = set(range(v0)) - {r["version_applied"] for r in before}
+    assert not missing, (missing, f, sorted((e["worker"], e["iteration"], e["comm_stats"].get("route"),
+                                             e["update"] and e["update"]["version_applied"]) for e in ends))
     models = replay(before)
     on_primary = [e["update"] for e in ends if e["update"] and e["comm_stats"].get("server") == "primary"]
     assert f["primary_version"] >= max(r["version_applied"] for r in on_primary) + 1

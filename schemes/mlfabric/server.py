@@ -91,7 +91,6 @@ class FabricServer(AsyncServer):
         self.heads: fr.Channel | None = None
         self.repl_ending = False          # the BYE went out: the replica's EOF is expected
         self.repl_out: queue.Queue | None = None
-        self.heads_out: queue.Queue | None = None
         self.grants = {"direct": 0, "grouped": 0, "dropped": 0, "aggregated": 0}
 
     # ------------------------------------------------------------------ the run
@@ -132,7 +131,7 @@ class FabricServer(AsyncServer):
         for name, ch in list(self.agg_chans.items()):  # the aggregators end with the PS
             self._agg_send(name, fr.BYE, 0)
             ch.close()
-        for q in [*self.outboxes.values(), self.repl_out, self.heads_out]:
+        for q in [*self.outboxes.values(), self.repl_out]:
             if q is not None:
                 q.put(None)
         for t in self.senders:
@@ -171,8 +170,7 @@ class FabricServer(AsyncServer):
                     self._lose(s.via, f"worker {src} cannot reach it")
             elif kind == fr.BYE:
                 self._dispatch(self.core.leave(src))
-                if self.heads_out is not None:
-                    self.heads_out.put((W.LEFT, src, None))
+                self._announce(W.LEFT, src)
                 return 1
             else:
                 raise fr.PeerError(f"{peer}: frame kind {kind} where REQUEST, a granted gradient or "
@@ -211,8 +209,7 @@ class FabricServer(AsyncServer):
         if self.repl_out is not None:
             # who made version v: a worker whose reply is lost with the primary learns
             # from the replica that its update survived (replica.py, on FAILOVER)
-            members = np.array([(r.worker, r.iteration) for r in rows], np.int64).ravel()
-            self.heads_out.put((W.HEAD, v, members))
+            self._announce(W.HEAD, v, np.array([(r.worker, r.iteration) for r in rows], np.int64).ravel())
             self.repl_out.put((W.REPL, v, update))
         self._dispatch(outs)
 
@@ -349,10 +346,22 @@ class FabricServer(AsyncServer):
         # the primary there while the replica waited for the second connection (1 MB at
         # `bench schemes`' point hung the run in its first iteration)
         self.repl.send(fr.MODEL_INIT, 0, self.model)
-        self.repl_out, self.heads_out = queue.Queue(), queue.Queue()
-        self.senders += [self._thread(self._sender, self.repl, self.repl_out),
-                         self._thread(self._sender, self.heads, self.heads_out)]
+        self.repl_out = queue.Queue()
+        self.senders.append(self._thread(self._sender, self.repl, self.repl_out))
         self.acks = self._thread(self._acks)
+
+    def _announce(self, kind: int, tag: int, arr: np.ndarray | None = None) -> None:
+        """HEAD or LEFT on the heads channel, written before anything that follows from it
+        (a version's releases): a worker that saw version v means the replica was told of
+        v, so a failover counts every version the workers saw. Only the loop thread
+        writes here."""
+        if self.heads is None:
+            return
+        try:
+            self.heads.send(kind, tag, arr)
+        except fr.PeerError as e:
+            raise fr.PeerError(f"{self.repl.peer}: the replica is gone ({e}); updates can no longer "
+                               f"be replicated within d_rep: see its log") from None
 
     def _acks(self) -> None:
         while True:
