@@ -27,7 +27,8 @@ fitted factor):
   - growth: slow start (+ acknowledged segments) below ssthresh, then cubic (RFC 8312, on
     the kernel's clock: the emulated seconds, rtt x s, with its TCP-friendly region) or
     Reno's +1 per round trip; only while the window limits the sender
-    (tcp_is_cwnd_limited);
+    (tcp_is_cwnd_limited, with tcp_cwnd_validate's record: a burst that filled cwnd
+    marks the window limited until it is acknowledged);
   - cwnd validation (tcp_cwnd_application_limited): a window neither filled nor
     acknowledged for an RTO shrinks halfway to what was used;
   - slow start after idle (tcp_cwnd_restart): with nothing in flight or awaiting repair,
@@ -110,6 +111,11 @@ class Sender:
         self.wire_free = 0.0       # the hop's link is busy serializing until then
         self.flight: list = []
         self.used, self.stamp = 0, 0.0   # cwnd validation: window used since `stamp`
+        # tcp_cwnd_validate's record (burst by burst): a window in which a burst filled
+        # cwnd counts as limited until that burst is acknowledged (win_until), so all
+        # of that window's ACKs grow it, even those of bursts the application ran dry in;
+        # win_out: the most segments out in the window (slow start's test)
+        self.win_limited, self.win_out, self.win_until = False, 0, -math.inf
 
     def _rto(self) -> float:
         """Linux's RTO on a steady path: SRTT + rto_min (RTTVAR ~ 0)."""
@@ -207,9 +213,21 @@ class Sender:
                     self._cut(back)
             else:
                 self._acked(back)
-                if limited:
+                if limited or self._window_limited():
                     self._grow(back, n)
         self.flight = keep
+
+    def _window_limited(self) -> bool:
+        """tcp_is_cwnd_limited: limited in the current window, or in slow start with the
+        window below twice the most segments out in it."""
+        return self.win_limited or (self.cwnd < self.ssthresh and self.cwnd < 2 * self.win_out)
+
+    def _note_usage(self, start: float, back: float, inflight: int, full: bool) -> None:
+        """tcp_cwnd_validate's first part, at a burst sent at `start` (its ACKs back at
+        `back`): a new window once the one marked is acknowledged, or when this burst
+        fills cwnd, or when it has more out than the window's most."""
+        if start >= self.win_until or full or (not self.win_limited and inflight > self.win_out):
+            self.win_limited, self.win_out, self.win_until = full, inflight, back
 
     def send(self, ready: float, segments: int, rng: np.random.Generator) -> float:
         """Send a chunk of `segments` that became sendable at `ready`: when the receiver
@@ -266,15 +284,17 @@ class Sender:
                     due = end + (1 + RACK_REO) * h.rtt_s
                 retx.append((due, int(ids[j])))
             # the window grows only while it limits the sender (tcp_is_cwnd_limited): in
-            # slow start while it is under twice what is in flight, after it once filled
+            # slow start while it is under twice what is in flight, after it once filled;
+            # and on every ACK of a window marked limited (_note_usage)
             inflight = n + sum(f[1] for f in self.flight)
             limited = (self.cwnd < 2 * inflight) if self.cwnd < self.ssthresh else inflight >= int(self.cwnd)
             # the burst's ACKs come back spaced as it was serialized, each freeing room for
             # a segment sent as it arrives: the next burst may go one round trip after the
             # first segment (its serialization then spaces it as the ACK clock would)
-            self.flight.append((start + t.seg_wire_bits / h.rate_bps + h.rtt_s, n,
-                                bool(lost.any()), start, limited))
-            self._validate(start, inflight, limited)
+            back = start + t.seg_wire_bits / h.rate_bps + h.rtt_s
+            self.flight.append((back, n, bool(lost.any()), start, limited))
+            self._note_usage(start, back, inflight, inflight >= int(self.cwnd))
+            self._validate(start, inflight, limited or self._window_limited())
             self.wire_free = self.last_send = end
             now = end
         bounds = np.concatenate([[0], np.cumsum(segments)[:-1]])

@@ -306,6 +306,23 @@ def test_an_application_limited_stream_that_hears_acks_keeps_its_window():
     assert s.cwnd == 100
 
 
+def test_the_acks_of_a_window_that_a_later_burst_filled_grow_it():
+    # tcp_cwnd_validate's record: a window counts as cwnd-limited once a burst fills it,
+    # until that burst is acknowledged, so the ACKs of an earlier burst the application ran
+    # dry in grow it too (reno in congestion avoidance: + acked / cwnd per burst). 5
+    # segments at t = 0, 5 more at 10 ms fill the window of 10: both bursts' ACKs count;
+    # with 4 more the window is never filled and neither does
+    grown = {}
+    for second in (5, 4):
+        s = ch.Sender(ch.Hop(0.1, 0.05, 1e9, 0.0), tcp("reno", restart=False))
+        s.cwnd, s.ssthresh = 10.0, 5.0
+        s.stream(np.array([0.0, 0.01]), np.array([5, second]), np.random.default_rng(0))
+        s._acks(1.0)                     # both bursts' ACKs are back
+        grown[second] = s.cwnd
+    assert grown[5] == pytest.approx(10 + 5 / 10 + 5 / 10.5)
+    assert grown[4] == 10
+
+
 def test_needs_maps_chunks_onto_inputs_of_other_sizes():
     # a result stream of two chunks fed by two one-chunk blocks (netstorm's blocks are not
     # the workers' chunks): chunk 0 waits for block A only, chunk 1 for A and B. B's worker
