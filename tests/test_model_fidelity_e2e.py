@@ -79,6 +79,10 @@ KNOWN_GAPS: dict[str, tuple[float, float, str]] = {
     # windows lose at the queue every iteration; in the fast regime the kernel's did not
     "ring": (0.79, 1.02, "two regimes of the ring's windows, one near the closed form "
                          "(docs/model.md, ring)"),
+    # 28-29 Nov 2026, lossless: 1.13 and 1.00 alone, 1.14 in CI; 29 Nov 1.31 in CI, then
+    # 1.22 and 1.00 alone, the model 0.649 s (serialization 0.609 + propagation 0.04)
+    "l3dml": (1.00, 1.31, "run-to-run spread at this point, not examined (docs/model.md, "
+                          "ten-BDP table)"),
 }
 
 
