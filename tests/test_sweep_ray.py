@@ -7,9 +7,9 @@ results, no root), imported by Ray's worker processes from the checkout. Every t
 starts Ray checks that no raylet or gcs_server it started is left running.
 """
 import functools
-import re
 import itertools
 import os
+import re
 import signal
 import socket
 import sys

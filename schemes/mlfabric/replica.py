@@ -180,12 +180,13 @@ class ReplicaServer(FabricServer):
             self._attach(src, tag)
             # its update of the iteration before survived if it made a version this
             # replica holds: the primary applied it and died before the reply got out
-            v = self.applied_at_primary.get((src, int(arr) - 1), W.NOT_APPLIED)
+            last = int(arr) - 1
+            v = self.applied_at_primary.get((src, last), W.NOT_APPLIED)
             survived = W.NOT_APPLIED < v < self.replica_version
             self.applied_at[src] = v if survived else W.NOT_APPLIED
             self.failover.setdefault("rejoined", []).append(src)
             if survived:
-                self.failover.setdefault("survived", []).append([src, int(arr) - 1, v])
+                self.failover.setdefault("survived", []).append([src, last, v])
             self._send_releases([self.core.join(src, int(arr))], self.outboxes)
             return 0
         return super()._handle(src, kind, tag, arr)
