@@ -33,6 +33,8 @@ def main(argv=None) -> int:
         print(f"error: `gdml bench {what}` needs root (network namespaces, veth, tc): run it "
               f"with sudo or as root", file=sys.stderr)
         return 1
+    from testbed.fidelity import show_model_progress
+    show_model_progress()
     try:
         return importlib.import_module(module).main(rest) or 0
     except KeyboardInterrupt:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -549,17 +550,26 @@ def tree_ends(streams: list, queues: list, results: dict, compute, tcp: Tcp, ite
     return Sim(streams, queues, results, compute, tcp, iterations, seed).run()
 
 
-# packet-hops the simulation may take (~4 s of CPU) over the iterations it simulates
-PACKET_BUDGET = 2_000_000
+# packet-hops one seed's simulation may take (~20 s of CPU) over the iterations it
+# simulates: alltoall with 4 MB gradients at bench schemes' point (132 streams, 2.3 M
+# packet-hops an iteration) fits its run's 4 iterations; at the old 2 M it fell back to the
+# closed form, which left out what the send-time noise adds (1.26 / 1.49 x at 50 / 100
+# Mbps, docs/model.md). Beyond the budget: the closed form, in seconds
+PACKET_BUDGET = 10_000_000
 PACKET_CAP = 8                 # iterations simulated at most; beyond, the steady pace of the last
 PACKET_MIN = 3                 # and at least: the warm-up and two steady ones
+
+
+def _hops_per_iteration(streams: list) -> float:
+    """Packet-hops of one iteration: every segment's hops and its ACK's, one per two."""
+    return sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
 
 
 def iterations_for(streams: list, run_iterations: int | None) -> int | None:
     """How many iterations to simulate within PACKET_BUDGET (every segment's hops and its
     ACK's, one per two): the run's, at most PACKET_CAP, fewer for a large job down to
     PACKET_MIN (the rest at the steady pace of those); None when not even that fits."""
-    per = sum(sum(s.segments) * (len(s.data) + len(s.acks) / 2) for s in streams if s.data)
+    per = _hops_per_iteration(streams)
     k = max(min(run_iterations or PACKET_CAP, PACKET_CAP), 2)
     k = min(k, int(PACKET_BUDGET // per) if per else k)
     return k if k >= min(PACKET_MIN, max(run_iterations or PACKET_CAP, 2)) else None
@@ -574,6 +584,11 @@ def fits(streams: list, run_iterations: int | None) -> bool:
 # each seed's simulation fits PACKET_BUDGET, so a prediction takes up to 4 x its CPU
 JITTER_SEEDS = 4
 
+# a simulation this large (packet-hops a seed) says, seed by seed, where it is: the
+# prediction takes more than a few seconds (the command line shows the logger's lines)
+PROGRESS_HOPS = 1_000_000
+log = logging.getLogger(__name__)
+
 
 def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
          run_iterations: int | None) -> float:
@@ -583,5 +598,12 @@ def pace(streams: list, queues: list, results: dict, compute, tcp: Tcp,
     without it (nothing is random then)."""
     k = iterations_for(streams, run_iterations)
     seeds = JITTER_SEEDS if tcp.send_jitter_s > 0 else 1
-    return sum(chain_pace(tree_ends(streams, queues, results, compute, tcp, k, seed), run_iterations)
-               for seed in range(seeds)) / seeds
+    hops = k * _hops_per_iteration(streams)
+    total = 0.0
+    for seed in range(seeds):
+        if hops >= PROGRESS_HOPS:
+            log.info("model: simulating %d streams segment by segment, %d iterations "
+                     "(%.1f M packet-hops): seed %d of %d", sum(1 for s in streams if s.data),
+                     k, hops / 1e6, seed + 1, seeds)
+        total += chain_pace(tree_ends(streams, queues, results, compute, tcp, k, seed), run_iterations)
+    return total / seeds

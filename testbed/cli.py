@@ -238,6 +238,8 @@ def verbs() -> list[str]:
 def main(argv=None) -> int:
     """The `gdml` command: parse argv (default sys.argv[1:]), run the verb, return its exit code."""
     a = parser().parse_args(argv)
+    from testbed.fidelity import show_model_progress
+    show_model_progress()
     try:
         return a.fn(a)
     except KeyboardInterrupt:

@@ -8,10 +8,25 @@ metrics.
 """
 from __future__ import annotations
 
+import logging
+import sys
+
 from topologies.graph import build_graph
 
 # measured / model outside this band: the run warns and names the model's largest term
 BAND = (0.9, 1.2)
+
+
+def show_model_progress() -> None:
+    """The model's long simulations say where they are (schemes/model_packets.py logs a
+    line per seed when a prediction takes more than a few seconds): on stderr, bare. The
+    command line and the benchmarks call it once; a library user's logging is left alone."""
+    lg = logging.getLogger("schemes")
+    if not lg.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(message)s"))
+        lg.addHandler(h)
+        lg.setLevel(logging.INFO)
 
 
 def predict_scenario(scn, scheme: str | None = None):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 
 import pytest
 
@@ -178,6 +180,34 @@ def test_a_large_job_simulates_fewer_iterations_within_the_budget(monkeypatch):
     monkeypatch.setattr(mp, "PACKET_BUDGET", 3000 * 2)
     assert mp.iterations_for([s], 6) is None and not mp.fits([s], 6)
     assert mp.iterations_for([s], 2) == 2          # a 2-iteration run needs no more
+
+
+def test_a_long_simulation_says_seed_by_seed_where_it_is(monkeypatch, caplog):
+    # a prediction whose simulation takes more than a few seconds logs a line per seed
+    # (the command line shows them on stderr: testbed.fidelity.show_model_progress); a
+    # small one stays quiet
+    sc = scn("ps", dcs=2, per_dc=1)
+    with caplog.at_level(logging.INFO, logger="schemes"):
+        predict(sc)
+    assert not [r for r in caplog.records if r.name == mp.__name__]
+    monkeypatch.setattr(mp, "PROGRESS_HOPS", 1)
+    with caplog.at_level(logging.INFO, logger="schemes"):
+        predict(sc)
+    lines = [r.getMessage() for r in caplog.records if r.name == mp.__name__]
+    assert lines and all(re.fullmatch(r"model: simulating \d+ streams segment by segment, \d+ "
+                                      r"iterations \([\d.]+ M packet-hops\): seed \d of \d", x)
+                         for x in lines), lines
+    assert lines[-1].endswith(f"seed {mp.JITTER_SEEDS} of {mp.JITTER_SEEDS}")
+
+
+def test_the_command_line_shows_the_models_progress_once(monkeypatch):
+    import testbed.fidelity as fid
+    lg = logging.getLogger("schemes")
+    monkeypatch.setattr(lg, "handlers", [])
+    monkeypatch.setattr(lg, "level", lg.level)
+    fid.show_model_progress()
+    fid.show_model_progress()
+    assert len(lg.handlers) == 1 and lg.level == logging.INFO
 
 
 def test_lost_acks_are_covered_by_the_next_cumulative_ack():
