@@ -554,7 +554,8 @@ def tree_ends(streams: list, queues: list, results: dict, compute, tcp: Tcp, ite
 # simulates: alltoall with 4 MB gradients at bench schemes' point (132 streams, 2.3 M
 # packet-hops an iteration) fits its run's 4 iterations; at the old 2 M it fell back to the
 # closed form, which left out what the send-time noise adds (1.26 / 1.49 x at 50 / 100
-# Mbps, docs/model.md). Beyond the budget: the closed form, in seconds
+# Mbps, docs/model.md). Beyond it the round-level simulation, or the closed form beyond
+# its budget (schemes/ps/model.py TREE_BUDGET): seconds either way
 PACKET_BUDGET = 10_000_000
 PACKET_CAP = 8                 # iterations simulated at most; beyond, the steady pace of the last
 PACKET_MIN = 3                 # and at least: the warm-up and two steady ones
