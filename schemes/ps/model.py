@@ -100,7 +100,7 @@ def gated_pull_caveat(load) -> str:
 # how a term simulated through the queues starts (the gated-pull caveat then does not apply)
 QUEUED = "streams through the links' drop-tail queues,"
 
-# segment transfers the tree simulation may take (~10 s of CPU) over its iterations and
+# segment transfers the tree simulation may take (~7 s of CPU) over its iterations and
 # seeds: alltoall's 132 streams of 4 MB under loss (4 iterations, 14 seeds: 21 M, 5 s)
 # fit; at the old 6 M they fell back to the closed form, 1.75 x short at 100 Mbps
 TREE_BUDGET = 30_000_000
